@@ -1,0 +1,124 @@
+"""Array-module dispatch: the one place where qrlab chooses between NumPy and CuPy.
+
+Functions take their module from their input arrays (NumPy in, NumPy out; CuPy in,
+CuPy out), so callers never pass a backend flag.  Code that must *create* arrays
+without an input to copy from (examples, notebooks, benchmarks) asks
+:func:`default_module`, which honours ``QRLAB_BACKEND=numpy|cupy`` and otherwise
+picks CuPy when it imports and sees a GPU.
+"""
+from __future__ import annotations
+
+import functools
+import os
+
+import numpy as np
+
+__all__ = [
+    "BackendError",
+    "array_module",
+    "default_module",
+    "gpu_available",
+    "is_cupy",
+    "to_numpy",
+    "describe",
+]
+
+
+class BackendError(RuntimeError):
+    """The requested array backend cannot be used on this machine."""
+
+
+@functools.lru_cache(maxsize=1)
+def _cupy_or_reason():
+    """Return ``(cupy, None)`` when CuPy imports and sees a GPU, else ``(None, reason)``."""
+    try:
+        import cupy
+    except Exception as exc:  # ImportError, or a broken CUDA install raising at import
+        return None, f"CuPy does not import ({type(exc).__name__}: {exc})"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:
+        return None, f"CuPy imports but finds no CUDA device ({type(exc).__name__}: {exc})"
+    if count < 1:
+        return None, "CuPy imports but finds no CUDA device"
+    return cupy, None
+
+
+def gpu_available() -> bool:
+    """True when CuPy imports and at least one CUDA device is visible."""
+    return _cupy_or_reason()[0] is not None
+
+
+def default_module():
+    """The array module to create new arrays with.
+
+    ``QRLAB_BACKEND=numpy`` or ``QRLAB_BACKEND=cupy`` forces one; otherwise CuPy when
+    :func:`gpu_available`, else NumPy.
+
+    Raises
+    ------
+    BackendError
+        If ``QRLAB_BACKEND=cupy`` is set but CuPy is not usable, or the variable holds
+        an unknown name.
+    """
+    forced = os.environ.get("QRLAB_BACKEND", "").strip().lower()
+    if forced in ("", "auto"):
+        cp = _cupy_or_reason()[0]
+        return cp if cp is not None else np
+    if forced == "numpy":
+        return np
+    if forced == "cupy":
+        cp, reason = _cupy_or_reason()
+        if cp is None:
+            raise BackendError(f"QRLAB_BACKEND=cupy, but {reason}. "
+                               "Install the 'gpu' extra on a machine with an NVIDIA GPU, "
+                               "or set QRLAB_BACKEND=numpy.")
+        return cp
+    raise BackendError(f"QRLAB_BACKEND={forced!r} is not one of 'numpy', 'cupy', 'auto'")
+
+
+def is_cupy(x) -> bool:
+    """True for a CuPy array (checked without importing CuPy)."""
+    return type(x).__module__.split(".")[0] == "cupy"
+
+
+def array_module(*arrays):
+    """The module (``numpy`` or ``cupy``) that owns ``arrays``; ``None`` entries are skipped.
+
+    Non-array inputs (lists, scalars) count as NumPy, like ``numpy.asarray`` would take them.
+
+    Raises
+    ------
+    TypeError
+        If NumPy and CuPy arrays are mixed: qrlab never copies between host and device
+        behind the caller's back.
+    """
+    kinds = {is_cupy(a) for a in arrays if a is not None}
+    if kinds == {True, False}:
+        raise TypeError("qrlab got a mix of NumPy and CuPy arrays; move them to one device "
+                        "first (cupy.asarray / cupy.asnumpy)")
+    if kinds == {True}:
+        import cupy
+        return cupy
+    return np
+
+
+def to_numpy(x):
+    """A NumPy copy (or view) of ``x``, which may live on the GPU."""
+    return x.get() if is_cupy(x) else np.asarray(x)
+
+
+def describe() -> str:
+    """One line naming the backend :func:`default_module` picks and why."""
+    try:
+        xp = default_module()
+    except BackendError as exc:
+        return f"backend unusable: {exc}"
+    if xp is np:
+        reason = _cupy_or_reason()[1]
+        forced = os.environ.get("QRLAB_BACKEND", "")
+        why = "forced by QRLAB_BACKEND" if forced.lower() == "numpy" else reason
+        return f"NumPy {np.__version__} on the CPU ({why})"
+    props = xp.cuda.runtime.getDeviceProperties(xp.cuda.Device().id)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+    return f"CuPy {xp.__version__} on {name}"
