@@ -116,8 +116,9 @@ def describe() -> str:
         return f"backend unusable: {exc}"
     if xp is np:
         reason = _cupy_or_reason()[1]
-        forced = os.environ.get("QRLAB_BACKEND", "")
-        why = "forced by QRLAB_BACKEND" if forced.lower() == "numpy" else reason
+        # Normalised as in default_module, so " NumPy " reads as forced here too.
+        forced = os.environ.get("QRLAB_BACKEND", "").strip().lower()
+        why = "forced by QRLAB_BACKEND" if forced == "numpy" else reason
         return f"NumPy {np.__version__} on the CPU ({why})"
     props = xp.cuda.runtime.getDeviceProperties(xp.cuda.Device().id)
     name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]

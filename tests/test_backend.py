@@ -1,0 +1,144 @@
+"""qrlab.backend: which array module qrlab uses, and the errors when it cannot."""
+import numpy as np
+import pytest
+
+from qrlab import backend
+
+
+@pytest.fixture(autouse=True)
+def fresh_detection():
+    """Forget the cached CuPy probe before and after each test, so none sees another's."""
+    backend._cupy_or_reason.cache_clear()
+    yield
+    backend._cupy_or_reason.cache_clear()
+
+
+def _cupy_with_gpu():
+    """CuPy, or skip the test: the mixed-device checks need real CuPy arrays."""
+    cp = pytest.importorskip("cupy")
+    if not backend.gpu_available():
+        pytest.skip("CuPy imports but no CUDA device is visible")
+    return cp
+
+
+# --- default_module and QRLAB_BACKEND ---------------------------------------------------
+
+@pytest.mark.parametrize("value", ["numpy", "NumPy", " numpy "])
+def test_forced_numpy(monkeypatch, value):
+    monkeypatch.setenv("QRLAB_BACKEND", value)
+    assert backend.default_module() is np
+
+
+def test_auto_without_gpu_is_numpy(monkeypatch):
+    monkeypatch.setenv("QRLAB_BACKEND", "auto")
+    if backend.gpu_available():
+        pytest.skip("a GPU is present, so auto picks CuPy")
+    assert backend.default_module() is np
+
+
+def test_unset_picks_according_to_gpu(monkeypatch):
+    monkeypatch.delenv("QRLAB_BACKEND", raising=False)
+    xp = backend.default_module()
+    assert (xp is not np) == backend.gpu_available()
+
+
+def test_forced_cupy_without_gpu_raises(monkeypatch):
+    if backend.gpu_available():
+        pytest.skip("a GPU is present, so forcing CuPy works")
+    monkeypatch.setenv("QRLAB_BACKEND", "cupy")
+    with pytest.raises(backend.BackendError, match="QRLAB_BACKEND=cupy") as info:
+        backend.default_module()
+    # The message must say how to get out: install the gpu extra or force NumPy.
+    assert "QRLAB_BACKEND=numpy" in str(info.value)
+
+
+def test_forced_cupy_when_import_fails(monkeypatch):
+    # Simulate a machine without CuPy even where it is installed: None in sys.modules
+    # makes "import cupy" raise ImportError.
+    monkeypatch.setitem(__import__("sys").modules, "cupy", None)
+    monkeypatch.setenv("QRLAB_BACKEND", "cupy")
+    with pytest.raises(backend.BackendError, match="does not import"):
+        backend.default_module()
+    assert not backend.gpu_available()
+
+
+@pytest.mark.parametrize("value", ["torch", "gpu", "cuda"])
+def test_unknown_backend_raises(monkeypatch, value):
+    monkeypatch.setenv("QRLAB_BACKEND", value)
+    with pytest.raises(backend.BackendError, match=value):
+        backend.default_module()
+
+
+def test_backend_error_is_a_runtime_error():
+    assert issubclass(backend.BackendError, RuntimeError)
+
+
+# --- array_module -----------------------------------------------------------------------
+
+def test_numpy_arrays_give_numpy():
+    a = np.zeros((3, 2))
+    assert backend.array_module(a) is np
+    assert backend.array_module(a, np.ones(2, dtype=np.float32)) is np
+
+
+def test_lists_and_scalars_count_as_numpy():
+    assert backend.array_module([1.0, 2.0], 3.0) is np
+
+
+def test_none_is_skipped():
+    assert backend.array_module(None, np.eye(2), None) is np
+    assert backend.array_module(None) is np
+    assert backend.array_module() is np
+
+
+def test_cupy_arrays_give_cupy():
+    cp = _cupy_with_gpu()
+    assert backend.array_module(cp.eye(2), None) is cp
+
+
+def test_mixing_numpy_and_cupy_raises():
+    cp = _cupy_with_gpu()
+    with pytest.raises(TypeError, match="mix of NumPy and CuPy"):
+        backend.array_module(np.eye(2), cp.eye(2))
+
+
+def test_mixed_check_works_without_cupy():
+    # is_cupy looks at the type's module name only, so a stand-in class exercises the check
+    # on machines without a GPU too.
+    FakeCupyArray = type("ndarray", (), {"__module__": "cupy._core.core"})
+    assert backend.is_cupy(FakeCupyArray())
+    assert not backend.is_cupy(np.eye(2))
+    with pytest.raises(TypeError, match="mix of NumPy and CuPy"):
+        backend.array_module(np.eye(2), FakeCupyArray())
+
+
+# --- to_numpy and describe --------------------------------------------------------------
+
+def test_to_numpy_of_numpy_and_lists():
+    a = np.arange(4.0)
+    assert backend.to_numpy(a) is a
+    assert isinstance(backend.to_numpy([1, 2]), np.ndarray)
+
+
+def test_to_numpy_of_cupy():
+    cp = _cupy_with_gpu()
+    out = backend.to_numpy(cp.arange(3.0))
+    assert isinstance(out, np.ndarray)
+    np.testing.assert_array_equal(out, [0.0, 1.0, 2.0])
+
+
+@pytest.mark.parametrize("value", [None, "numpy", "cupy", "nonsense"])
+def test_describe_is_one_line(monkeypatch, value):
+    if value is None:
+        monkeypatch.delenv("QRLAB_BACKEND", raising=False)
+    else:
+        monkeypatch.setenv("QRLAB_BACKEND", value)
+    text = backend.describe()   # never raises, even for a bad setting
+    assert isinstance(text, str) and text and "\n" not in text
+
+
+@pytest.mark.parametrize("value", ["numpy", " NumPy "])
+def test_describe_names_forced_numpy(monkeypatch, value):
+    monkeypatch.setenv("QRLAB_BACKEND", value)
+    assert backend.describe().startswith("NumPy")
+    assert "forced by QRLAB_BACKEND" in backend.describe()
