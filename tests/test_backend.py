@@ -91,11 +91,13 @@ def test_none_is_skipped():
     assert backend.array_module() is np
 
 
+@pytest.mark.gpu
 def test_cupy_arrays_give_cupy():
     cp = _cupy_with_gpu()
     assert backend.array_module(cp.eye(2), None) is cp
 
 
+@pytest.mark.gpu
 def test_mixing_numpy_and_cupy_raises():
     cp = _cupy_with_gpu()
     with pytest.raises(TypeError, match="mix of NumPy and CuPy"):
@@ -120,6 +122,7 @@ def test_to_numpy_of_numpy_and_lists():
     assert isinstance(backend.to_numpy([1, 2]), np.ndarray)
 
 
+@pytest.mark.gpu
 def test_to_numpy_of_cupy():
     cp = _cupy_with_gpu()
     out = backend.to_numpy(cp.arange(3.0))
