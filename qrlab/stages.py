@@ -1,0 +1,261 @@
+"""The update algorithms written down once, as stages of Householder blocks and Givens sweeps.
+
+Every update of ``A = QR`` in qrlab works on a *working pair* ``(Q, R)`` with
+``A = Q R`` held throughout.  All the transformations are orthogonal (unitary) and act on
+the **rows** of ``R`` and, equivalently, on the **columns** of ``Q``: a left factor ``G``
+turns ``R`` into ``G R`` and ``Q`` into ``Q G^H``.  Thinking of the stack ``M = [R, Q^H]``
+makes the two one: every operation below transforms some rows of ``M``.
+
+An update is a :class:`Plan`: a tuple of :class:`Stage` (the papers' "Stage 1, Stage 2"),
+each a tuple of operations of two kinds:
+
+:class:`Reflect`
+    Householder QR of a panel ``R[rows, cols]`` (left to right, one reflector per column),
+    the same reflectors applied to the trailing columns of ``R`` on those rows and to the
+    columns ``rows`` of ``Q``.  Rows may be two spans, so the papers' ``V = [I; 0; v]``
+    structure of adding rows is a panel over the diagonal rows and the appended rows.
+
+:class:`Sweeps`
+    Givens sweeps: sweep ``s`` zeroes one *driver line* bottom-up with rotations of
+    adjacent rows ``(i-1, i)``.  The driver line is a column of ``R`` (adding columns, the
+    rank-p update) or a row of ``Q`` (removing rows: that row of ``Q^H`` is a column of
+    ``M``).  Sweeps are pipelined: sweep ``s`` runs two rows behind sweep ``s-1``, so each
+    time step is a *wave* of rotations on disjoint row pairs (003 eq. 7, 001 Fig. 1).
+
+and one bookkeeping operation, :class:`AddProduct` (the rank-p term of ``qr_update``).
+
+The plan holds no numbers: executors run it.  The NumPy/CuPy executor
+(:mod:`qrlab.executor`) applies it to arrays; the pattern executor (:mod:`qrlab.patterns`)
+applies it to zero/nonzero masks to draw the papers' figures.  Plans are built by the
+``plan_*`` functions below from shapes alone.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = [
+    "Reflect", "Sweeps", "AddProduct", "Stage", "Plan",
+    "plan_delete_cols", "plan_insert_cols", "plan_insert_rows", "plan_delete_rows",
+    "plan_rank_update", "default_block",
+]
+
+
+@dataclass(frozen=True)
+class Reflect:
+    """Householder QR of ``R[rows, cols.start:cols.stop]``.
+
+    ``rows`` is a tuple of ``(start, stop)`` spans, gathered in order; the reflector of the
+    ``j``-th panel column acts on the gathered rows from position ``j`` on.  The reflectors
+    are applied to ``R[rows, cols.stop:]`` and to ``Q[:, rows]`` (as ``Q H``).
+    """
+
+    rows: tuple[tuple[int, int], ...]
+    cols: tuple[int, int]
+
+    def row_list(self) -> list[int]:
+        return [i for a, b in self.rows for i in range(a, b)]
+
+    @property
+    def height(self) -> int:
+        return sum(b - a for a, b in self.rows)
+
+    @property
+    def width(self) -> int:
+        return self.cols[1] - self.cols[0]
+
+
+@dataclass(frozen=True)
+class Sweeps:
+    """Pipelined Givens sweeps over a block of driver lines.
+
+    driver : 'R' or 'Q'
+        'R': the lines are columns ``lines[0]:lines[1]`` of R.  'Q': the lines are rows
+        ``lines[0]:lines[1]`` of Q (columns of Q^H).
+    lines : (first, stop)
+        The driver lines; sweep ``s`` zeroes line ``first + s``.
+    tops, bottoms : tuple of int
+        Sweep ``s`` zeroes positions ``bottoms[s]-1`` down to ``tops[s]+1`` of its line,
+        rotation ``i`` acting on rows ``(i-1, i)`` of R (columns of Q).
+    apply_cols : (start, stop)
+        Columns of R, other than the driver, that the rotations must update.
+    """
+
+    driver: str
+    lines: tuple[int, int]
+    tops: tuple[int, ...]
+    bottoms: tuple[int, ...]
+    apply_cols: tuple[int, int]
+
+    @property
+    def count(self) -> int:
+        """Number of rotations."""
+        return sum(max(0, b - 1 - t) for t, b in zip(self.tops, self.bottoms))
+
+    def waves(self) -> list[list[tuple[int, int]]]:
+        """The parallel schedule: a list of waves, each a list of ``(sweep, i)`` pairs.
+
+        Rotation ``i`` of sweep ``s`` runs at time ``(B - i) + 2 s`` with ``B`` the lowest
+        row of all sweeps.  Within a wave the row pairs ``(i-1, i)`` are disjoint, and each
+        pair of rotations sharing a row keeps the order of the sequential algorithm (sweep
+        ``s`` entirely before sweep ``s+1``), so the result is exactly the sequential one.
+        """
+        if self.count == 0:
+            return []
+        B = max(self.bottoms) - 1
+        by_time: dict[int, list[tuple[int, int]]] = {}
+        for s, (top, bottom) in enumerate(zip(self.tops, self.bottoms)):
+            for i in range(bottom - 1, top, -1):
+                by_time.setdefault(B - i + 2 * s, []).append((s, i))
+        return [by_time[t] for t in sorted(by_time)]
+
+
+@dataclass(frozen=True)
+class AddProduct:
+    """``R[rows, cols] += R[rows, src] @ V^H``: the rank-p term of ``qr_update``.
+
+    The executor receives ``V`` (n-by-p) as the plan's operand ``'V'``.
+    """
+
+    rows: tuple[int, int]
+    cols: tuple[int, int]
+    src: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of an update: a title (as in the papers' figures) and its operations."""
+
+    title: str
+    ops: tuple
+
+
+@dataclass(frozen=True)
+class Plan:
+    """An update as stages, with the shape of the working ``R`` it runs on."""
+
+    kind: str
+    shape: tuple[int, int]          # working R: rows, columns (carried columns included)
+    stages: tuple[Stage, ...] = field(default_factory=tuple)
+
+    def ops(self):
+        for stage in self.stages:
+            yield from stage.ops
+
+
+def default_block(width: int) -> int:
+    """Panel width: the papers pick about ten panels per factorization (001 Section 4.1);
+    we keep panels between 8 and 128 columns so matrix products stay efficient."""
+    return int(min(128, max(8, -(-width // 10))))
+
+
+def _band_panels(first: int, last: int, band: int, nrows: int, nb: int, what: str):
+    """Householder panels that reduce columns ``first:last`` of a matrix with ``band``
+    nonzero subdiagonals (removing columns, the rank-p update): panel ``c0:c1`` spans
+    rows ``c0 : c1 + band`` -- the papers' (p + nb + 1)-row panels (001 Fig. 3)."""
+    last = min(last, nrows - 1)     # the last row has nothing below it to remove
+    stages = []
+    for b, c0 in enumerate(range(first, last, nb)):
+        c1 = min(c0 + nb, last)
+        r1 = min(c1 + band, nrows)
+        stages.append(Stage(f"{what} block {b + 1}: Householder on columns {c0}-{c1 - 1}, "
+                            f"rows {c0}-{r1 - 1}",
+                            (Reflect(((c0, r1),), (c0, c1)),)))
+    return stages
+
+
+def plan_delete_cols(nrows: int, n: int, k: int, p: int, nb: int | None = None) -> Plan:
+    """Removing columns ``k:k+p`` (001 Section 3.2, Fig. 3).
+
+    The working R is R with those columns deleted (``nrows`` by ``n - p`` plus carried
+    columns): columns ``k:`` then hold ``p`` subdiagonals, reduced by Householder panels.
+    """
+    n_new = n - p
+    nb = nb or default_block(max(1, n_new - k))
+    stages = _band_panels(k, n_new, p, nrows, nb, "Remove columns:")
+    return Plan("delete_cols", (nrows, n_new), tuple(stages))
+
+
+def plan_insert_cols(nrows: int, n: int, k: int, p: int) -> Plan:
+    """Adding ``p`` columns before column ``k`` (001 Section 3.1, Fig. 2).
+
+    The working R is ``[R[:, :k], W, R[:, k:]]`` with ``W = Q^H U`` (``nrows`` by
+    ``n + p``, where ``R`` has ``n`` columns).  The rows of ``W`` below the triangle of
+    ``R`` are dense.
+
+    Stage 1: Householder QR of those rows of ``W``.  Stage 2: Givens sweeps bottom-up on
+    each column of ``W``; Householder cannot be used there because it would fill the
+    shifted columns of ``R`` (001 Section 3.1).
+    """
+    n_r = min(nrows, n)             # rows that hold the triangle of R
+    below = nrows - n_r
+    stages = []
+    if below > 1:
+        stages.append(Stage(f"Stage 1: Householder QR of the {below} rows of Q^H U below R",
+                            (Reflect(((n_r, nrows),), (k, k + p)),)))
+    # after Stage 1, column s of W is nonzero down to row n_r + s
+    bottoms = tuple(min(n_r + s + 1, nrows) for s in range(p)) if below else (nrows,) * p
+    sweeps = Sweeps("R", (k, k + p), tuple(k + s for s in range(p)), bottoms, (k + p, None))
+    if sweeps.count:
+        stages.append(Stage(f"Stage {len(stages) + 1}: Givens sweeps up the {p} new columns",
+                            (sweeps,)))
+    return Plan("insert_cols", (nrows, n + p), tuple(stages))
+
+
+def plan_insert_rows(nrows: int, n: int, p: int, nb: int | None = None) -> Plan:
+    """Adding ``p`` rows (001 Section 3.3, Fig. 4).
+
+    The working R is ``[R; U]`` (``nrows + p`` rows): the new rows are permuted to the
+    bottom, where the position ``k`` no longer matters.  Each panel of columns ``c0:c1`` is
+    reduced by reflectors that touch only the diagonal rows ``c0:c1`` and the ``p`` new
+    rows: the compact ``V = [I; 0; v]``, ``T`` representation of the papers.
+    """
+    nb = nb or default_block(n)
+    last = min(n, nrows + p - 1)
+    stages = []
+    for b, c0 in enumerate(range(0, last, nb)):
+        c1 = min(c0 + nb, last)
+        if c1 <= nrows:
+            rows = ((c0, c1), (nrows, nrows + p))
+        else:                                   # wide A: the diagonal runs into the new rows
+            rows = ((c0, min(c1, nrows)), (nrows, nrows + p)) if c0 < nrows \
+                else ((c0, nrows + p),)
+        rows = tuple((a, b_) for a, b_ in rows if b_ > a)
+        if len(rows) == 2 and rows[0][1] == rows[1][0]:
+            rows = ((rows[0][0], rows[1][1]),)
+        stages.append(Stage(f"Add rows block {b + 1}: Householder on columns {c0}-{c1 - 1} "
+                            f"and the {p} new rows", (Reflect(rows, (c0, c1)),)))
+    return Plan("insert_rows", (nrows + p, n), tuple(stages))
+
+
+def plan_delete_rows(nrows_q: int, n: int, p: int) -> Plan:
+    """Removing ``p`` rows (001 Section 3.4, Fig. 5).
+
+    The rows of Q that belong to the removed rows of A are permuted to the top (the strip
+    ``Z``); sweep ``s`` zeroes row ``s`` of ``Z`` right to left, one Givens rotation per
+    pair of adjacent columns of Q, applied to the same rows of R.  Afterwards
+    ``Z = [D, 0]`` with ``D`` diagonal of unit modulus and R has ``p`` subdiagonals, so
+    ``Q[p:, p:]`` and ``R[p:]`` are the new factors.  Householder cannot be used here: it
+    would fill R (001 Section 3.4).
+    """
+    sweeps = Sweeps("Q", (0, p), tuple(range(p)), (nrows_q,) * p, (0, None))
+    return Plan("delete_rows", (nrows_q, n),
+                (Stage(f"Remove rows: Givens sweeps along the {p} rows of Q to remove",
+                       (sweeps,)),))
+
+
+def plan_rank_update(nrows: int, n: int, p: int, nb: int | None = None) -> Plan:
+    """Rank-p update ``A + U V^H`` (Golub & Van Loan 12.5.1, blocked).
+
+    The working R is ``[R, W]`` with ``W = Q^H U`` in columns ``n:n+p``.  Stage 1: Givens
+    sweeps reduce ``W`` to ``p`` rows, leaving ``p`` subdiagonals in R.  Stage 2: add
+    ``W[:p] V^H`` to the top rows.  Stage 3: Householder panels remove the band, as in
+    removing columns.
+    """
+    nb = nb or default_block(n)
+    q = min(p, nrows)
+    sweeps = Sweeps("R", (n, n + p), tuple(range(p)), (nrows,) * p, (0, n))
+    stages = [Stage(f"Stage 1: Givens sweeps reduce Q^H U to {q} rows", (sweeps,)),
+              Stage("Stage 2: add the rank-p term to the top rows",
+                    (AddProduct((0, q), (0, n), (n, n + p)),))]
+    stages += _band_panels(0, n, p, nrows, nb, "Stage 3:")
+    return Plan("rank_update", (nrows, n + p), tuple(stages))

@@ -1,0 +1,564 @@
+"""The four block updates of ``A = QR`` and the rank-p update, SciPy-compatible.
+
+``qr_insert``, ``qr_delete`` and ``qr_update`` take SciPy's arguments and return SciPy's
+shapes, so ``from qrlab import qr_insert`` can replace ``from scipy.linalg import
+qr_insert``.  Differences: a whole block of ``p`` rows or columns goes through in one
+call (SciPy's p-column paths loop), ``Q=None`` gives the R-only update where the
+algorithm allows it, CuPy arrays in give CuPy arrays out, and batched (3-D) input is not
+supported.
+
+Each update is three steps, written once against the array module of the inputs:
+
+1. *setup*: form the working pair ``(Q_w, R_w)`` with ``A_new = P Q_w R_w`` (columns of
+   ``Q^H U`` spliced into R, rows appended, rows of Q permuted to the top...);
+2. *run* the update's :class:`~qrlab.stages.Plan` with an executor;
+3. *finish*: cut the new factors out of the working pair.
+
+The same setup, on boolean masks, drives the pattern executor that draws the figures.
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from . import stages
+from .backend import array_module
+from .executor import Executor
+
+__all__ = ["qr_insert", "qr_delete", "qr_update"]
+
+_DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
+LinAlgError = np.linalg.LinAlgError
+
+
+# --------------------------------------------------------------------------------------
+# validation (before any work; the caller's arrays are never touched here)
+# --------------------------------------------------------------------------------------
+def _as_arrays(*arrays):
+    xp = array_module(*arrays)
+    return xp, [None if a is None else xp.asarray(a) for a in arrays]
+
+
+def _check_dtypes(Q, R, *others, names=("u",)):
+    for a in (Q, R, *others):
+        if a is not None and a.dtype.type not in _DTYPES:
+            raise ValueError("Only arrays with dtypes float32, float64, complex64, and "
+                             "complex128 are supported.")
+    if Q is not None and Q.dtype != R.dtype:
+        raise ValueError("Q and R must have the same dtype")
+    for name, a in zip(names, others):
+        if a is not None and a.dtype != R.dtype:
+            raise ValueError(f"'{name}' must have the same type as 'Q' and 'R'")
+
+
+def _check_finite(xp, *arrays):
+    for a in arrays:
+        if a is not None and a.size and not bool(xp.isfinite(a).all()):
+            raise ValueError("array must not contain infs or NaNs")
+
+
+def _check_shapes(Q, R):
+    """Return 'full', 'thin' or 'none' (Q-less) for a valid pair, else raise."""
+    if R.ndim != 2 or (Q is not None and Q.ndim != 2):
+        if R.ndim > 2 or (Q is not None and Q.ndim > 2):
+            raise ValueError("Q and R must be 2-D (batched input is not supported by qrlab)")
+        raise ValueError("Q and R must be 2-D")
+    if Q is None:
+        return "none"
+    m, mq = Q.shape
+    if mq == m and R.shape[0] == m:
+        return "full"
+    if m > mq and R.shape == (mq, mq):
+        return "thin"
+    raise ValueError("Q and R do not have compatible shapes. Expected (M,M) (M,N) or "
+                     f"(M,N) (N,N) but found {Q.shape} {R.shape} for Q and R respectively")
+
+
+def _index(k, name="k"):
+    try:
+        return operator.index(k)
+    except TypeError:
+        if isinstance(k, float) and k.is_integer():
+            return int(k)
+        raise TypeError(f"'{name}' must be an integer, not {type(k).__name__}") from None
+
+
+def _position(k, size, stop):
+    """SciPy's rule: ``-size <= k < stop``, negative ``k`` counted from the end."""
+    k = _index(k)
+    if not -size <= k < stop:
+        raise ValueError("'k' is out of bounds")
+    return k + size if k < 0 else k
+
+
+def _which(which):
+    if which not in ("row", "col"):
+        raise ValueError("'which' must be either 'row' or 'col'")
+    return which
+
+
+# --------------------------------------------------------------------------------------
+# shared pieces of setup
+# --------------------------------------------------------------------------------------
+def _extend_basis(Q, Y, width):
+    """Orthonormal ``Qy`` (m x width), orthogonal to ``Q``, with ``Y = Q C + Qy Ry``.
+
+    Classical Gram-Schmidt twice ("twice is enough") against Q, then an SVD of the
+    remainder; directions that vanish (``Y`` partly in the span of ``Q``) are replaced by
+    random directions orthogonal to everything, so ``[Q, Qy]`` stays orthonormal.
+    Returns ``C`` (Q.shape[1] x p), ``Qy`` and ``Ry`` (width x p).
+    """
+    xp = array_module(Q, Y)
+    Qh = Q.conj().T
+    C = Qh @ Y
+    Y = Y - Q @ C
+    C2 = Qh @ Y
+    Y = Y - Q @ C2
+    C = C + C2
+    if width == 0:
+        return C, Q[:, :0], Y[:0]
+    Us, S, _ = xp.linalg.svd(Y, full_matrices=False)
+    Qy = Us[:, :width]
+    scale = max(1.0, float(xp.abs(S).max())) if S.size else 1.0
+    tol = 100 * np.finfo(Y.real.dtype).eps * Y.shape[0] * scale
+    weak = [j for j in range(width) if j >= S.shape[0] or float(S[j]) <= tol]
+    if weak:
+        rng = np.random.default_rng(12345)
+        good = Qy[:, [j for j in range(width) if j not in weak]]
+        basis = xp.concatenate([Q, good], axis=1)
+        Z = xp.asarray(rng.standard_normal((Y.shape[0], len(weak))).astype(Y.real.dtype))
+        Z = Z.astype(Y.dtype)
+        for _ in range(2):
+            Z = Z - basis @ (basis.conj().T @ Z)
+        Z, _ = xp.linalg.qr(Z)
+        Qy = Qy.copy()
+        Qy[:, weak] = Z
+    return C, Qy, Qy.conj().T @ Y
+
+
+def _rcond_check(Q, U, rcond):
+    """SciPy's economic column-insert test: the reciprocal condition number of
+    ``[Q, u/||u||]`` for each new column that still adds a dimension."""
+    xp = array_module(Q, U)
+    m, n = Q.shape
+    q = min(U.shape[1], m - n)
+    if q <= 0:
+        return
+    norms = xp.linalg.norm(U[:, :q], axis=0)
+    Uh = U[:, :q] / xp.where(norms == 0, 1, norms)
+    Y = Uh - Q @ (Q.conj().T @ Uh)
+    Y = Y - Q @ (Q.conj().T @ Y)
+    resid = abs(xp.diagonal(xp.linalg.qr(Y, mode="r")))
+    resid = np.minimum(np.asarray(resid.get() if hasattr(resid, "get") else resid), 1.0)
+    resid[np.asarray((norms == 0).get() if hasattr(norms, "get") else norms == 0)] = 0.0
+    cos = np.sqrt(np.maximum(0.0, 1.0 - resid ** 2))
+    rc = np.sqrt((1.0 - cos) / (1.0 + cos))
+    limit = np.finfo(U.real.dtype).eps if rcond is None else rcond
+    if (rc < limit).any():
+        raise LinAlgError("One of the columns of u lies in the span of Q. Found reciprocal "
+                          f"condition number of {rc.min()} for Q augmented with u/||u||.")
+
+
+def _run(plan, Q, R, method, operands=None):
+    Executor(method).run(plan, Q, R, operands)
+
+
+# --------------------------------------------------------------------------------------
+# the updates on validated working copies; R may carry ``nc`` right-hand-side columns
+# --------------------------------------------------------------------------------------
+def _delete_cols(Q, R, k, p, mode, method="blocked", nc=0, nb=None):
+    xp = array_module(Q, R)
+    n = R.shape[1] - nc
+    R_w = xp.concatenate([R[:, :k], R[:, k + p:]], axis=1)
+    Q_w = None if Q is None else Q.copy()
+    _run(stages.plan_delete_cols(R.shape[0], n, k, p, nb), Q_w, R_w, method)
+    n_new = n - p
+    if mode == "thin" or (mode == "none" and R.shape[0] == n):
+        R_w = R_w[:n_new]
+        Q_w = None if Q_w is None else Q_w[:, :n_new]
+    return Q_w, R_w
+
+
+def _insert_cols(Q, R, U, k, mode, method="blocked", nc=0, rhs=None):
+    """``rhs`` (m x nc): the right-hand sides, needed only to extend carried columns when
+    a thin Q grows."""
+    xp = array_module(Q, R, U)
+    n = R.shape[1] - nc
+    p = U.shape[1]
+    if mode == "full":
+        Q_w = Q.copy()
+        W = Q.conj().T @ U
+    else:
+        m = Q.shape[0]
+        q = min(p, m - n)
+        C, Qy, Ry = _extend_basis(Q, U, q)
+        Q_w = xp.concatenate([Q, Qy], axis=1)
+        W = xp.concatenate([C, Ry], axis=0)
+        extra = xp.zeros((q, R.shape[1]), dtype=R.dtype)
+        if nc and rhs is not None:
+            extra[:, n:] = Qy.conj().T @ rhs
+        R = xp.concatenate([R, extra], axis=0)
+    R_w = xp.concatenate([R[:, :k], W, R[:, k:]], axis=1)
+    _run(stages.plan_insert_cols(R_w.shape[0], n, k, p), Q_w, R_w, method)
+    return Q_w, R_w
+
+
+def _insert_rows(Q, R, U, k, mode, method="blocked", nb=None):
+    """``U`` carries the right-hand-side entries of the new rows in its last columns."""
+    xp = array_module(Q, R, U)
+    n = R.shape[1]
+    p = U.shape[0]
+    m_r = R.shape[0]
+    R_w = xp.concatenate([R, U], axis=0)
+    Q_w = None
+    if Q is not None:
+        m, w = Q.shape
+        Q_w = xp.zeros((m + p, w + p), dtype=Q.dtype)
+        Q_w[:m, :w] = Q
+        Q_w[m:, w:] = xp.eye(p, dtype=Q.dtype)
+    nfac = n if R.ndim == 2 else n
+    _run(stages.plan_insert_rows(m_r, nfac, p, nb), Q_w, R_w, method)
+    if Q_w is not None:
+        m = Q.shape[0]
+        # the new rows of A sit at k..k+p: move their rows of Q there
+        order = list(range(k)) + list(range(m, m + p)) + list(range(k, m))
+        Q_w = Q_w[xp.asarray(order)]
+    return Q_w, R_w
+
+
+def _delete_rows(Q, R, k, p, mode, method="blocked", rhs=None):
+    """``rhs`` (m x nc) as in :func:`_insert_cols`, for carried columns of a thin Q."""
+    xp = array_module(Q, R)
+    m = Q.shape[0]
+    if mode == "thin":
+        q = min(p, m - Q.shape[1])
+        E = xp.zeros((m, p), dtype=Q.dtype)
+        E[xp.arange(k, k + p), xp.arange(p)] = 1
+        _, Qy, _ = _extend_basis(Q, E, q)
+        extra = xp.zeros((q, R.shape[1]), dtype=R.dtype)
+        if rhs is not None:
+            nc = rhs.shape[1]
+            extra[:, R.shape[1] - nc:] = Qy.conj().T @ rhs
+        Q = xp.concatenate([Q, Qy], axis=1)
+        R = xp.concatenate([R, extra], axis=0)
+    order = list(range(k, k + p)) + list(range(k)) + list(range(k + p, m))
+    Q_w = Q[xp.asarray(order)]
+    R_w = R.copy()
+    _run(stages.plan_delete_rows(Q.shape[1], R.shape[1], p), Q_w, R_w, method)
+    return Q_w[p:, p:], R_w[p:]
+
+
+def _rank_update(Q, R, U, V, mode, method="blocked", nb=None):
+    xp = array_module(Q, R, U, V)
+    n = R.shape[1]
+    p = U.shape[1]
+    if mode == "full":
+        Q_w = Q.copy()
+        R_w = xp.concatenate([R, Q.conj().T @ U], axis=1)
+    else:
+        q = min(p, Q.shape[0] - n)
+        C, Qy, Ry = _extend_basis(Q, U, q)
+        Q_w = xp.concatenate([Q, Qy], axis=1)
+        top = xp.concatenate([R, C], axis=1)
+        bottom = xp.concatenate([xp.zeros((q, n), dtype=R.dtype), Ry], axis=1)
+        R_w = xp.concatenate([top, bottom], axis=0)
+    _run(stages.plan_rank_update(R_w.shape[0], n, p, nb), Q_w, R_w, method, {"V": V})
+    if mode == "thin":
+        return Q_w[:, :n], R_w[:n, :n]
+    return Q_w, R_w[:, :n]
+
+
+# --------------------------------------------------------------------------------------
+# public API
+# --------------------------------------------------------------------------------------
+def qr_insert(Q, R, u, k, which="row", rcond=None, overwrite_qru=False, check_finite=True,
+              *, method="blocked"):
+    """QR update on row or column insertions.
+
+    If ``A = Q R`` is the QR factorization of ``A``, return the QR factorization of ``A``
+    with a block of rows or columns inserted before row or column ``k``.  The arguments,
+    shapes and exceptions are those of :func:`scipy.linalg.qr_insert`; ``Q=None`` gives the
+    R-only (Q-less) row insertion, and CuPy arrays in give CuPy arrays out.
+
+    Parameters
+    ----------
+    Q : (M, M) or (M, N) array_like or None
+        Unitary/orthogonal factor of ``A``, full or economic.  ``None`` for an R-only row
+        insertion (columns cannot be inserted without Q).
+    R : (M, N) or (N, N) array_like
+        Upper trapezoidal factor of ``A``.
+    u : (N,), (p, N), (M,) or (M, p) array_like
+        Rows or columns to insert.
+    k : int
+        Index before which ``u`` is inserted (``-M <= k <= M`` for rows, ``-N <= k <= N``
+        for columns; negative values count from the end, as in SciPy).
+    which : {'row', 'col'}, optional
+        Insert rows or columns (default 'row').
+    rcond : float, optional
+        Lower bound on the reciprocal condition number of ``Q`` augmented with
+        ``u/||u||``; only used for economic column insertion.  Default: machine epsilon.
+    overwrite_qru : bool, optional
+        Accepted for compatibility; qrlab always works on copies (the factors change
+        shape, so they cannot be updated in place).
+    check_finite : bool, optional
+        Check that the inputs contain only finite numbers (default True).
+    method : {'blocked', 'paper'}, keyword-only
+        How Givens sweeps are applied: accumulated into blocks and applied by matrix
+        products (default), or one wave of rotations at a time as in the papers.
+
+    Returns
+    -------
+    Q1 : ndarray
+        Updated orthogonal factor (not returned when ``Q`` is None).
+    R1 : ndarray
+        Updated upper triangular factor.
+
+    Raises
+    ------
+    ValueError
+        Bad shapes, dtypes, ``k`` or ``which``, or non-finite values with
+        ``check_finite``.
+    TypeError
+        NumPy and CuPy arrays mixed, or a non-integer ``k``.
+    LinAlgError
+        Economic column insertion where a column of ``u`` lies (within ``rcond``) in the
+        span of ``Q``.
+
+    Notes
+    -----
+    *Rows* (001 Section 3.3): the new rows are permuted to the bottom,
+    ``[Q^H 0; 0 I] P A_new = [R; U]``, and ``n`` Householder reflectors, each touching
+    one diagonal row and the ``p`` new rows, restore the triangle.  They are grouped in
+    panels of ``nb`` and applied in compact WY form ``I - V T V^H``.  Cost about
+    ``2 p n^2`` flops on R and ``4 (m + p) p n`` on Q, independent of ``k``.
+
+    *Columns* (001 Section 3.1): ``Q^H A_new = [R[:, :k], Q^H U, R[:, k:]]``.  Stage 1
+    reduces the rows of ``Q^H U`` below R by Householder QR; Stage 2 removes the rest
+    of ``Q^H U`` below the diagonal by ``p`` pipelined Givens sweeps (Householder would fill
+    the shifted columns of R).  With ``method='blocked'`` the rotations of about ``2p``
+    consecutive waves are multiplied into one small orthogonal matrix and applied to R
+    and Q by matrix products.  Cost about ``2 m p (m - n)`` for Stage 1 and
+    ``6 p (n - k) (m + n)`` for Stage 2 (rotations), the latter run at matrix-product
+    speed.  An economic Q first grows by the part of ``U`` orthogonal to it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import qrlab
+    >>> rng = np.random.default_rng(0)
+    >>> A = rng.standard_normal((6, 3))
+    >>> Q, R = np.linalg.qr(A, mode="complete")
+    >>> U = rng.standard_normal((2, 3))
+    >>> Q1, R1 = qrlab.qr_insert(Q, R, U, 2, which="row")
+    >>> bool(np.allclose(Q1 @ R1, np.insert(A, 2, U, axis=0)))
+    True
+    >>> R1 = qrlab.qr_insert(None, R, U, 2, which="row")       # R only
+    >>> bool(np.allclose(abs(R1[:3]), abs(np.linalg.qr(np.insert(A, 2, U, axis=0))[1])))
+    True
+    """
+    del overwrite_qru
+    which = _which(which)
+    xp, (Q, R, u) = _as_arrays(Q, R, u)
+    mode = _check_shapes(Q, R)
+    _check_dtypes(Q, R, u)
+    m, n = (Q.shape[0] if Q is not None else R.shape[0]), R.shape[1]
+    if which == "row":
+        if u.ndim == 1 and u.shape[0] == n:
+            u = u[None, :]
+        if u.ndim != 2 or u.shape[1] != n:
+            raise ValueError("'u' should be either (N,) or (p,N) when inserting rows. "
+                             f"Found {u.shape}.")
+        k = _position(k, m, m + 1)
+    else:
+        if Q is None:
+            raise ValueError("inserting columns needs Q: the new columns enter R as Q^H u")
+        if u.ndim == 1 and u.shape[0] == m:
+            u = u[:, None]
+        if u.ndim != 2 or u.shape[0] != m:
+            raise ValueError("'u' should be either (M,) or (M,p) when inserting columns. "
+                             f"Found {u.shape}.")
+        k = _position(k, n, n + 1)
+    if u.shape[0 if which == "row" else 1] == 0:
+        raise ValueError(f"'u' holds no {which}s to insert")
+    if check_finite:
+        _check_finite(xp, Q, R, u)
+    if which == "row":
+        Q1, R1 = _insert_rows(Q, R, u, k, mode, method)
+        if mode == "thin":
+            Q1, R1 = Q1[:, :n], R1[:n]
+        elif mode == "none" and R.shape[0] == n:
+            R1 = R1[:n]
+    else:
+        if mode == "thin":
+            _rcond_check(Q, u, rcond)
+        Q1, R1 = _insert_cols(Q, R, u, k, mode, method)
+    return R1 if Q is None else (Q1, R1)
+
+
+def qr_delete(Q, R, k, p=1, which="row", overwrite_qr=False, check_finite=True,
+              *, method="blocked"):
+    """QR downdate on row or column deletions.
+
+    If ``A = Q R`` is the QR factorization of ``A``, return the QR factorization of ``A``
+    with ``p`` rows or columns removed starting at row or column ``k``.  Arguments,
+    shapes and exceptions follow :func:`scipy.linalg.qr_delete`; ``Q=None`` gives the
+    R-only column deletion.
+
+    Parameters
+    ----------
+    Q : (M, M) or (M, N) array_like or None
+        Unitary/orthogonal factor, full or economic; ``None`` for an R-only column
+        deletion (rows cannot be removed without Q; see :func:`qrlab.cholesky_downdate`
+        for the Q-less route).
+    R : (M, N) or (N, N) array_like
+        Upper trapezoidal factor.
+    k : int
+        Index of the first row or column to delete (negative counts from the end).
+    p : int, optional
+        Number of rows or columns to delete (default 1).
+    which : {'row', 'col'}, optional
+        Delete rows or columns (default 'row').
+    overwrite_qr : bool, optional
+        Accepted for compatibility; qrlab always works on copies.
+    check_finite : bool, optional
+        Check that the inputs contain only finite numbers (default True).
+    method : {'blocked', 'paper'}, keyword-only
+        As in :func:`qr_insert`.
+
+    Returns
+    -------
+    Q1 : ndarray
+        Updated orthogonal factor (not returned when ``Q`` is None).
+    R1 : ndarray
+        Updated upper triangular factor.
+
+    Raises
+    ------
+    ValueError
+        Bad shapes or dtypes, ``k``/``p`` out of range, bad ``which``, non-finite values.
+    TypeError
+        NumPy and CuPy arrays mixed, or non-integer ``k``/``p``.
+
+    Notes
+    -----
+    *Columns* (001 Section 3.2): deleting columns leaves R with ``p`` subdiagonals from
+    column ``k`` on.  Householder panels of ``nb`` columns, each over ``p + nb`` rows
+    (the papers' ``(p + nb + 1) x nb`` blocks), restore the triangle; Q only needs the
+    same reflectors on ``p + nb`` of its columns per panel.  Cost about
+    ``2 p (n - k)^2`` flops on R and ``4 m p (n - k)`` on Q; none of it depends on ``m``
+    for R alone.
+
+    *Rows* (001 Section 3.4): the rows of Q that belong to the removed rows are permuted
+    to the top (the strip ``Z``); ``p`` pipelined Givens sweeps zero ``Z`` right to left
+    while the same rotations act on the rows of R, which gains ``p`` subdiagonals; then
+    ``Q[p:, p:]`` and ``R[p:]`` are the new factors.  The rotations are computed on ``Z``
+    alone and, with ``method='blocked'``, applied to Q and R in blocks by matrix
+    products.  Cost about ``6 p m (m + n)`` flops as rotations.  An economic Q is first
+    completed by ``p`` columns spanning the removed unit vectors.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import qrlab
+    >>> rng = np.random.default_rng(1)
+    >>> A = rng.standard_normal((7, 5))
+    >>> Q, R = np.linalg.qr(A, mode="complete")
+    >>> Q1, R1 = qrlab.qr_delete(Q, R, 1, 2, which="col")
+    >>> bool(np.allclose(Q1 @ R1, np.delete(A, [1, 2], axis=1)))
+    True
+    >>> Q1, R1 = qrlab.qr_delete(Q, R, 3, 2, which="row")
+    >>> bool(np.allclose(Q1 @ R1, np.delete(A, [3, 4], axis=0)))
+    True
+    """
+    del overwrite_qr
+    which = _which(which)
+    xp, (Q, R) = _as_arrays(Q, R)
+    mode = _check_shapes(Q, R)
+    _check_dtypes(Q, R)
+    m, n = (Q.shape[0] if Q is not None else R.shape[0]), R.shape[1]
+    p = _index(p, "p")
+    size = m if which == "row" else n
+    k = _position(k, size, size)
+    if p < 1 or k + p > size:
+        raise ValueError("'p' is out of range")
+    if check_finite:
+        _check_finite(xp, Q, R)
+    if which == "col":
+        Q1, R1 = _delete_cols(Q, R, k, p, mode, method)
+    else:
+        if Q is None:
+            raise ValueError("removing rows needs Q (or use qrlab.cholesky_downdate on R, "
+                             "the Q-less route)")
+        Q1, R1 = _delete_rows(Q, R, k, p, mode, method)
+    return R1 if Q is None else (Q1, R1)
+
+
+def qr_update(Q, R, u, v, overwrite_qruv=False, check_finite=True, *, method="blocked"):
+    """Rank-k QR update: the factorization of ``A + u v^H`` from that of ``A``.
+
+    Arguments, shapes and exceptions follow :func:`scipy.linalg.qr_update` (which
+    writes ``A + u v^T`` for real input).  All ``p`` columns of ``u`` and ``v`` go through
+    in one blocked pass.
+
+    Parameters
+    ----------
+    Q : (M, M) or (M, N) array_like
+        Unitary/orthogonal factor, full or economic.
+    R : (M, N) or (N, N) array_like
+        Upper trapezoidal factor.
+    u : (M,) or (M, p) array_like
+    v : (N,) or (N, p) array_like
+    overwrite_qruv : bool, optional
+        Accepted for compatibility; qrlab always works on copies.
+    check_finite : bool, optional
+        Check that the inputs contain only finite numbers (default True).
+    method : {'blocked', 'paper'}, keyword-only
+        As in :func:`qr_insert`.
+
+    Returns
+    -------
+    Q1, R1 : ndarray
+        The factors of ``A + u v^H``.
+
+    Notes
+    -----
+    With ``W = Q^H u``: Stage 1, ``p`` pipelined Givens sweeps reduce ``W`` to its top
+    ``p`` rows, leaving R with ``p`` subdiagonals (the rotations also act on Q); Stage 2
+    adds ``W[:p] v^H`` to the top ``p`` rows; Stage 3 removes the band with the Householder
+    panels of column deletion (Golub & Van Loan Section 12.5.1, blocked).  Cost about
+    ``6 p m (m + n)`` flops for the sweeps and ``4 p m n`` for the panels.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import qrlab
+    >>> rng = np.random.default_rng(2)
+    >>> A = rng.standard_normal((6, 4))
+    >>> Q, R = np.linalg.qr(A, mode="complete")
+    >>> u, v = rng.standard_normal((6, 2)), rng.standard_normal((4, 2))
+    >>> Q1, R1 = qrlab.qr_update(Q, R, u, v)
+    >>> bool(np.allclose(Q1 @ R1, A + u @ v.T))
+    True
+    """
+    del overwrite_qruv
+    xp, (Q, R, u, v) = _as_arrays(Q, R, u, v)
+    if Q is None:
+        raise ValueError("qr_update needs Q")
+    mode = _check_shapes(Q, R)
+    _check_dtypes(Q, R, u, v, names=("u", "v"))
+    if u.ndim != v.ndim:
+        raise ValueError("u and v must have the same number of dimensions")
+    if u.ndim == 1:
+        u, v = u[:, None], v[:, None]
+    if u.ndim != 2:
+        raise ValueError("u and v must be 1-D or 2-D")
+    if u.shape[0] != Q.shape[0]:
+        raise ValueError("u.shape[0] must equal Q.shape[0]")
+    if v.shape[0] != R.shape[1]:
+        raise ValueError("v.shape[0] must equal R.shape[1]")
+    if u.shape[1] != v.shape[1]:
+        raise ValueError("Second dimension of u and v must be the same")
+    if check_finite:
+        _check_finite(xp, Q, R, u, v)
+    return _rank_update(Q, R, u, v, mode, method)
