@@ -21,6 +21,7 @@ __all__ = [
     "is_cupy",
     "to_numpy",
     "describe",
+    "executor_for",
 ]
 
 
@@ -123,3 +124,20 @@ def describe() -> str:
     props = xp.cuda.runtime.getDeviceProperties(xp.cuda.Device().id)
     name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
     return f"CuPy {xp.__version__} on {name}"
+
+
+def executor_for(xp, method: str = "blocked"):
+    """The executor that runs update plans on arrays of module ``xp``.
+
+    NumPy gets the reference executor; CuPy gets the GPU executor with fused kernels
+    (falling back to the reference executor, which runs on CuPy arrays too, when the
+    kernels are not available).  This is the only place that branches on the backend.
+    """
+    from .executor import Executor
+    if xp is not np:
+        try:
+            from .gpu import GpuExecutor
+        except ImportError:
+            return Executor(method)
+        return GpuExecutor(method)
+    return Executor(method)

@@ -23,8 +23,7 @@ import operator
 import numpy as np
 
 from . import stages
-from .backend import array_module
-from .executor import Executor
+from .backend import array_module, executor_for
 
 __all__ = ["qr_insert", "qr_delete", "qr_update"]
 
@@ -160,19 +159,15 @@ def _rcond_check(Q, U, rcond):
                           f"condition number of {rc.min()} for Q augmented with u/||u||.")
 
 
-def _run(plan, Q, R, method, operands=None):
-    Executor(method).run(plan, Q, R, operands)
-
-
 # --------------------------------------------------------------------------------------
 # the updates on validated working copies; R may carry ``nc`` right-hand-side columns
 # --------------------------------------------------------------------------------------
-def _delete_cols(Q, R, k, p, mode, method="blocked", nc=0, nb=None):
+def _delete_cols(Q, R, k, p, mode, executor, nc=0, nb=None):
     xp = array_module(Q, R)
     n = R.shape[1] - nc
     R_w = xp.concatenate([R[:, :k], R[:, k + p:]], axis=1)
     Q_w = None if Q is None else Q.copy()
-    _run(stages.plan_delete_cols(R.shape[0], n, k, p, nb), Q_w, R_w, method)
+    executor.run(stages.plan_delete_cols(R.shape[0], n, k, p, nb), Q_w, R_w)
     n_new = n - p
     if mode == "thin" or (mode == "none" and R.shape[0] == n):
         R_w = R_w[:n_new]
@@ -180,7 +175,7 @@ def _delete_cols(Q, R, k, p, mode, method="blocked", nc=0, nb=None):
     return Q_w, R_w
 
 
-def _insert_cols(Q, R, U, k, mode, method="blocked", nc=0, rhs=None):
+def _insert_cols(Q, R, U, k, mode, executor, nc=0, rhs=None):
     """``rhs`` (m x nc): the right-hand sides, needed only to extend carried columns when
     a thin Q grows."""
     xp = array_module(Q, R, U)
@@ -200,11 +195,11 @@ def _insert_cols(Q, R, U, k, mode, method="blocked", nc=0, rhs=None):
             extra[:, n:] = Qy.conj().T @ rhs
         R = xp.concatenate([R, extra], axis=0)
     R_w = xp.concatenate([R[:, :k], W, R[:, k:]], axis=1)
-    _run(stages.plan_insert_cols(R_w.shape[0], n, k, p), Q_w, R_w, method)
+    executor.run(stages.plan_insert_cols(R_w.shape[0], n, k, p), Q_w, R_w)
     return Q_w, R_w
 
 
-def _insert_rows(Q, R, U, k, mode, method="blocked", nb=None):
+def _insert_rows(Q, R, U, k, mode, executor, nb=None):
     """``U`` carries the right-hand-side entries of the new rows in its last columns."""
     xp = array_module(Q, R, U)
     n = R.shape[1]
@@ -217,8 +212,7 @@ def _insert_rows(Q, R, U, k, mode, method="blocked", nb=None):
         Q_w = xp.zeros((m + p, w + p), dtype=Q.dtype)
         Q_w[:m, :w] = Q
         Q_w[m:, w:] = xp.eye(p, dtype=Q.dtype)
-    nfac = n if R.ndim == 2 else n
-    _run(stages.plan_insert_rows(m_r, nfac, p, nb), Q_w, R_w, method)
+    executor.run(stages.plan_insert_rows(m_r, n, p, nb), Q_w, R_w)
     if Q_w is not None:
         m = Q.shape[0]
         # the new rows of A sit at k..k+p: move their rows of Q there
@@ -227,7 +221,7 @@ def _insert_rows(Q, R, U, k, mode, method="blocked", nb=None):
     return Q_w, R_w
 
 
-def _delete_rows(Q, R, k, p, mode, method="blocked", rhs=None):
+def _delete_rows(Q, R, k, p, mode, executor, rhs=None):
     """``rhs`` (m x nc) as in :func:`_insert_cols`, for carried columns of a thin Q."""
     xp = array_module(Q, R)
     m = Q.shape[0]
@@ -245,11 +239,11 @@ def _delete_rows(Q, R, k, p, mode, method="blocked", rhs=None):
     order = list(range(k, k + p)) + list(range(k)) + list(range(k + p, m))
     Q_w = Q[xp.asarray(order)]
     R_w = R.copy()
-    _run(stages.plan_delete_rows(Q.shape[1], R.shape[1], p), Q_w, R_w, method)
+    executor.run(stages.plan_delete_rows(Q.shape[1], R.shape[1], p), Q_w, R_w)
     return Q_w[p:, p:], R_w[p:]
 
 
-def _rank_update(Q, R, U, V, mode, method="blocked", nb=None):
+def _rank_update(Q, R, U, V, mode, executor, nb=None):
     xp = array_module(Q, R, U, V)
     n = R.shape[1]
     p = U.shape[1]
@@ -263,7 +257,7 @@ def _rank_update(Q, R, U, V, mode, method="blocked", nb=None):
         top = xp.concatenate([R, C], axis=1)
         bottom = xp.concatenate([xp.zeros((q, n), dtype=R.dtype), Ry], axis=1)
         R_w = xp.concatenate([top, bottom], axis=0)
-    _run(stages.plan_rank_update(R_w.shape[0], n, p, nb), Q_w, R_w, method, {"V": V})
+    executor.run(stages.plan_rank_update(R_w.shape[0], n, p, nb), Q_w, R_w, {"V": V})
     if mode == "thin":
         return Q_w[:, :n], R_w[:n, :n]
     return Q_w, R_w[:, :n]
@@ -384,7 +378,7 @@ def qr_insert(Q, R, u, k, which="row", rcond=None, overwrite_qru=False, check_fi
     if check_finite:
         _check_finite(xp, Q, R, u)
     if which == "row":
-        Q1, R1 = _insert_rows(Q, R, u, k, mode, method)
+        Q1, R1 = _insert_rows(Q, R, u, k, mode, executor_for(xp, method))
         if mode == "thin":
             Q1, R1 = Q1[:, :n], R1[:n]
         elif mode == "none" and R.shape[0] == n:
@@ -392,7 +386,7 @@ def qr_insert(Q, R, u, k, which="row", rcond=None, overwrite_qru=False, check_fi
     else:
         if mode == "thin":
             _rcond_check(Q, u, rcond)
-        Q1, R1 = _insert_cols(Q, R, u, k, mode, method)
+        Q1, R1 = _insert_cols(Q, R, u, k, mode, executor_for(xp, method))
     return R1 if Q is None else (Q1, R1)
 
 
@@ -485,12 +479,12 @@ def qr_delete(Q, R, k, p=1, which="row", overwrite_qr=False, check_finite=True,
     if check_finite:
         _check_finite(xp, Q, R)
     if which == "col":
-        Q1, R1 = _delete_cols(Q, R, k, p, mode, method)
+        Q1, R1 = _delete_cols(Q, R, k, p, mode, executor_for(xp, method))
     else:
         if Q is None:
             raise ValueError("removing rows needs Q (or use qrlab.cholesky_downdate on R, "
                              "the Q-less route)")
-        Q1, R1 = _delete_rows(Q, R, k, p, mode, method)
+        Q1, R1 = _delete_rows(Q, R, k, p, mode, executor_for(xp, method))
     return R1 if Q is None else (Q1, R1)
 
 
@@ -561,4 +555,4 @@ def qr_update(Q, R, u, v, overwrite_qruv=False, check_finite=True, *, method="bl
         raise ValueError("Second dimension of u and v must be the same")
     if check_finite:
         _check_finite(xp, Q, R, u, v)
-    return _rank_update(Q, R, u, v, mode, method)
+    return _rank_update(Q, R, u, v, mode, executor_for(xp, method))
