@@ -136,8 +136,19 @@ def prepare(pair_all: bool) -> None:
 def lab(args: list[str]) -> int:
     prepare(pair_all=True)
     target = [WELCOME.relative_to(ROOT)] if WELCOME.exists() else []
+    # Jupyter refuses to start as root; containers often run as root, so say it and allow it.
+    if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in args:
+        say("running as root: passing --allow-root to JupyterLab")
+        args = ["--allow-root", *args]
     say("starting JupyterLab (Ctrl+C to stop)")
-    run(BIN / "jupyter", "lab", *target, *args)
+    cmd = [str(c) for c in (BIN / "jupyter", "lab", *target, *args)]
+    if os.name == "posix":
+        # Become JupyterLab rather than wait for it, so Ctrl+C reaches Jupyter alone and it
+        # can shut its kernels down cleanly (a waiting parent would kill it mid-shutdown).
+        print(f"    $ {' '.join(cmd)}", flush=True)
+        os.chdir(ROOT)
+        os.execv(cmd[0], cmd)
+    run(*cmd)
     return 0
 
 
