@@ -60,10 +60,15 @@ def run(*cmd, **kwargs) -> None:
 
 
 def venv_works() -> bool:
-    """True when .venv has an interpreter that starts (a copied or half-built one may not)."""
+    """True when .venv has an interpreter that starts and has pip.
+
+    A venv copied from elsewhere may not start, and one whose creation failed half-way
+    (the usual result of a missing python3-venv on Debian) has no pip: both are rebuilt.
+    """
     if not PYTHON.exists():
         return False
-    return subprocess.call([str(PYTHON), "-c", "import sys"], cwd=ROOT) == 0
+    return subprocess.call([str(PYTHON), "-c", "import pip"], cwd=ROOT,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0
 
 
 def ensure_venv() -> None:
