@@ -1,6 +1,26 @@
-"""qrlab: QR factorization updating on NumPy and on the GPU, for learning and for use."""
+"""qrlab: QR factorization updating on NumPy and on the GPU, for learning and for use.
+
+The four block updates of ``A = QR`` (add or remove ``p`` rows or columns at ``k``) and
+the rank-p update, as drop-in replacements for SciPy's:
+
+>>> from qrlab import qr_insert, qr_delete, qr_update
+
+They take NumPy or CuPy arrays and return arrays of the same kind.  Start reading at
+:mod:`qrlab.updates`; the algorithms themselves are the stage plans of
+:mod:`qrlab.stages`, run by :mod:`qrlab.executor` (NumPy, CuPy) and drawn by
+:mod:`qrlab.patterns`.
+"""
 from .backend import array_module, default_module, gpu_available
+from .lstsq import LeastSquaresQR
+from .updates import qr_delete, qr_insert, qr_update
 
 __version__ = "0.1.0"
 
-__all__ = ["array_module", "default_module", "gpu_available", "__version__"]
+__all__ = ["qr_insert", "qr_delete", "qr_update", "LeastSquaresQR",
+           "array_module", "default_module", "gpu_available", "__version__"]
+
+try:                                    # rank-k Cholesky modification (NumPy and CuPy)
+    from .cholesky import cholesky_downdate, cholesky_update
+    __all__ += ["cholesky_update", "cholesky_downdate"]
+except ImportError:                     # pragma: no cover - module being written
+    pass

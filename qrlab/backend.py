@@ -22,6 +22,7 @@ __all__ = [
     "to_numpy",
     "describe",
     "executor_for",
+    "solve_triangular",
 ]
 
 
@@ -141,3 +142,20 @@ def executor_for(xp, method: str = "blocked"):
             return Executor(method)
         return GpuExecutor(method)
     return Executor(method)
+
+
+def solve_triangular(R, B):
+    """Solve ``R X = B`` for upper triangular ``R`` on the module of ``R``.
+
+    Raises ``numpy.linalg.LinAlgError`` for an exactly singular ``R`` (a zero on the
+    diagonal), on both backends.
+    """
+    xp = array_module(R, B)
+    if R.shape[0] and not bool((xp.diagonal(R) != 0).all()):
+        raise np.linalg.LinAlgError("R is singular: the least-squares problem is "
+                                    "rank deficient")
+    if xp is np:
+        from scipy.linalg import solve_triangular as solve
+    else:
+        from cupyx.scipy.linalg import solve_triangular as solve
+    return solve(R, B, lower=False)

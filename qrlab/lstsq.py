@@ -1,0 +1,209 @@
+"""A least-squares problem kept factorized while its rows and columns change.
+
+The papers carry ``d = Q^H b`` along with R (001 Section 1): ``min ||A x - b||`` is then
+``R[:n] x = d[:n]``, and the residual norm is ``||d[n:]||``.  ``d`` travels through every
+update as one more column of R, so it costs one column of work.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import updates
+from .backend import array_module, executor_for, solve_triangular
+
+__all__ = ["LeastSquaresQR"]
+
+_MODES = ("full", "thin", "none")
+
+
+class LeastSquaresQR:
+    """Least squares ``min ||A x - b||_2`` under added and removed rows and columns.
+
+    Parameters
+    ----------
+    A : (m, n) array
+        Data matrix (NumPy or CuPy).
+    b : (m,) or (m, r) array
+        Right-hand side(s), same array module and dtype family as ``A``.
+    q : {'full', 'thin', 'none'}
+        Which orthogonal factor to keep: full ``m x m`` Q (all updates; ``d = Q^H b`` has
+        ``m`` entries), thin ``m x n`` Q (also keeps ``b``, which growing Q needs), or
+        none: only the triangular factor of ``[A, b]`` is kept (``O(n^2)`` memory).  The
+        Q-less form can add rows, remove columns, and remove rows through a Cholesky
+        downdate given the removed rows; it cannot add columns (``Q^H u`` needs Q).
+    method : {'blocked', 'paper'}
+        Passed to the updates (see :func:`qrlab.qr_insert`).
+
+    Notes
+    -----
+    Nothing is ever recomputed from scratch: each method is one block update of the
+    factors.  With ``q='none'`` the kept factor is ``R`` of ``[A, b]``: its last
+    column above the diagonal is ``d``, its corner entry the residual norm, and adding
+    rows is a Q-less row insertion.  Removing rows is then the downdate
+    ``R~^H R~ = R^H R - [U e]^H [U e]``, which loses accuracy as ``cond(A)^2`` where
+    the Q-carrying update loses ``cond(A)`` (see :func:`qrlab.cholesky_downdate`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from qrlab import LeastSquaresQR
+    >>> rng = np.random.default_rng(0)
+    >>> A, b = rng.standard_normal((20, 4)), rng.standard_normal(20)
+    >>> ls = LeastSquaresQR(A, b)
+    >>> U, e = rng.standard_normal((3, 4)), rng.standard_normal(3)
+    >>> ls.add_rows(U, e, k=5)
+    >>> ls.remove_columns(1)
+    >>> A1 = np.delete(np.insert(A, [5] * 3, U, axis=0), 1, axis=1)
+    >>> b1 = np.insert(b, [5] * 3, e)
+    >>> bool(np.allclose(ls.solve(), np.linalg.lstsq(A1, b1, rcond=None)[0]))
+    True
+    """
+
+    def __init__(self, A, b, q: str = "full", method: str = "blocked"):
+        if q not in _MODES:
+            raise ValueError(f"q must be one of {_MODES}, not {q!r}")
+        xp = array_module(A, b)
+        A, b = xp.asarray(A), xp.asarray(b)
+        if A.ndim != 2:
+            raise ValueError(f"A must be 2-D, got shape {A.shape}")
+        self._vector = b.ndim == 1
+        b = b[:, None] if self._vector else b
+        if b.ndim != 2 or b.shape[0] != A.shape[0]:
+            raise ValueError(f"b must have {A.shape[0]} rows, got shape {b.shape}")
+        updates._check_dtypes(None, A, b, names=("b",))
+        updates._check_finite(xp, A, b)
+        self.xp, self.q, self.method = xp, q, method
+        self.m, self.n = A.shape
+        self.r = b.shape[1]
+        if q == "none":
+            if self.m < self.n + self.r:
+                raise ValueError("q='none' needs at least n + r rows (the triangular factor "
+                                 "of [A, b] must be square)")
+            self.Q, self.b = None, None
+            self.R = xp.linalg.qr(xp.concatenate([A, b], axis=1), mode="r")
+        else:
+            self.Q, R = xp.linalg.qr(A, mode="complete" if q == "full" else "reduced")
+            self.R = xp.concatenate([R, self.Q.conj().T @ b], axis=1)
+            self.b = b.copy() if q == "thin" else None
+
+    # -- views ---------------------------------------------------------------------
+    @property
+    def d(self):
+        """``Q^H b``: the right-hand side carried with R."""
+        return self.R[:, self.n:]
+
+    @property
+    def shape(self):
+        return (self.m, self.n)
+
+    def solve(self):
+        """The least-squares solution ``x`` (``(n,)`` or ``(n, r)``)."""
+        n = self.n
+        x = solve_triangular(self.R[:n, :n], self.R[:n, n:])
+        return x[:, 0] if self._vector else x
+
+    def residual_norm(self):
+        """``||A x - b||_2`` for the least-squares ``x`` (one value per right-hand side)."""
+        xp, n = self.xp, self.n
+        if self.q == "full":
+            res = xp.linalg.norm(self.R[n:, n:], axis=0)
+        elif self.q == "thin":
+            res = xp.linalg.norm(self.b - self.Q @ self.R[:, n:], axis=0)
+        else:
+            res = xp.linalg.norm(self.R[n:, n:], axis=0)
+        return res[0] if self._vector else res
+
+    # -- updates ---------------------------------------------------------------------
+    def _executor(self):
+        return executor_for(self.xp, self.method)
+
+    def _rhs(self, e, p):
+        xp = self.xp
+        e = xp.asarray(e, dtype=self.R.dtype)
+        e = e.reshape(p, self.r)
+        return e
+
+    def add_rows(self, U, e, k=None):
+        """Add the rows ``U`` (p x n) with right-hand sides ``e`` before row ``k``
+        (default: at the end)."""
+        xp = self.xp
+        U = xp.asarray(U, dtype=self.R.dtype)
+        U = U[None, :] if U.ndim == 1 else U
+        if U.ndim != 2 or U.shape[1] != self.n:
+            raise ValueError(f"U must be (p, {self.n}), got {U.shape}")
+        p = U.shape[0]
+        e = self._rhs(e, p)
+        k = self.m if k is None else updates._position(k, self.m, self.m + 1)
+        rows = xp.concatenate([U, e], axis=1)
+        if self.q == "none":
+            R = updates._insert_rows(None, self.R, rows, 0, "none", self._executor())[1]
+            self.R = R[: self.n + self.r]
+        else:
+            Q, R = updates._insert_rows(self.Q, self.R, rows, k, self.q, self._executor())
+            if self.q == "thin":
+                Q, R = Q[:, : self.n], R[: self.n]
+                self.b = xp.concatenate([self.b[:k], e, self.b[k:]], axis=0)
+            self.Q, self.R = Q, R
+        self.m += p
+
+    def remove_rows(self, k, p=1, U=None, e=None):
+        """Remove rows ``k:k+p``.  With ``q='none'`` the removed rows ``U`` and their
+        right-hand sides ``e`` must be given (the factor alone does not hold them)."""
+        xp = self.xp
+        k = updates._position(k, self.m, self.m)
+        if p < 1 or k + p > self.m:
+            raise ValueError("'p' is out of range")
+        if self.m - p < self.n:
+            raise ValueError(f"removing {p} rows would leave fewer rows than the {self.n} "
+                             "unknowns")
+        if self.q == "none":
+            if U is None or e is None:
+                raise ValueError("q='none' keeps no Q: pass the removed rows U and e")
+            from .cholesky import cholesky_downdate
+            U = xp.asarray(U, dtype=self.R.dtype).reshape(p, self.n)
+            rows = xp.concatenate([U, self._rhs(e, p)], axis=1)
+            R = self.R
+            # sign-normalise so the factor is a Cholesky factor (positive diagonal)
+            sign = xp.where(xp.diagonal(R).real < 0, -1, 1).astype(R.dtype)
+            self.R = cholesky_downdate(sign[:, None] * R, rows.conj().T)
+        else:
+            rhs = self.b if self.q == "thin" else None
+            Q, R = updates._delete_rows(self.Q, self.R, k, p, self.q, self._executor(),
+                                        rhs=rhs)
+            if self.q == "thin":
+                self.b = xp.concatenate([self.b[:k], self.b[k + p:]], axis=0)
+            self.Q, self.R = Q, R
+        self.m -= p
+
+    def add_columns(self, U, k=None):
+        """Add the columns ``U`` (m x p) before column ``k`` (default: at the end)."""
+        if self.q == "none":
+            raise ValueError("adding columns needs Q (Q^H u); use q='full' or q='thin'")
+        xp = self.xp
+        U = xp.asarray(U, dtype=self.R.dtype)
+        U = U[:, None] if U.ndim == 1 else U
+        if U.ndim != 2 or U.shape[0] != self.m:
+            raise ValueError(f"U must be ({self.m}, p), got {U.shape}")
+        k = self.n if k is None else updates._position(k, self.n, self.n + 1)
+        if self.q == "thin":
+            updates._rcond_check(self.Q, U, None)
+        Q, R = updates._insert_cols(self.Q, self.R, U, k, self.q, self._executor(),
+                                    nc=self.r, rhs=self.b)
+        self.Q, self.R = Q, R
+        self.n += U.shape[1]
+
+    def remove_columns(self, k, p=1):
+        """Remove columns ``k:k+p``."""
+        k = updates._position(k, self.n, self.n)
+        if p < 1 or k + p > self.n:
+            raise ValueError("'p' is out of range")
+        if self.q == "none":
+            # b's column is part of the triangle of [A, b]: reduce it too, then the
+            # factor is square again
+            R = updates._delete_cols(None, self.R, k, p, "none", self._executor())[1]
+            Q, R = None, R[: self.n - p + self.r]
+        else:
+            Q, R = updates._delete_cols(self.Q, self.R, k, p, self.q, self._executor(),
+                                        nc=self.r)
+        self.Q, self.R = Q, R
+        self.n -= p
