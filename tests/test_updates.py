@@ -1,0 +1,446 @@
+"""The four block updates and qr_update against recomputation and against SciPy.
+
+Organised like SciPy's own test file: by operation, then by the shape of the
+factorization (full, thin, Q-less), on fresh random inputs of both precisions.
+"""
+import numpy as np
+import pytest
+import scipy.linalg as sl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import qrlab
+from qrlab import qr_delete, qr_insert, qr_update
+
+DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
+SHAPES = [(9, 4), (7, 7), (12, 5), (4, 7)]  # tall, square, tall, wide
+
+
+def rand(rng, shape, dtype):
+    a = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * rng.standard_normal(shape)
+    return a.astype(dtype)
+
+
+def factor(A, mode):
+    Q, R = sl.qr(A, mode="economic" if mode == "thin" else "full")
+    return Q.astype(A.dtype), R.astype(A.dtype)
+
+
+def tol(dtype, *dims):
+    return 60 * np.finfo(dtype).eps * max(dims + (1,))
+
+
+def check_factors(Q1, R1, A1, mode="full"):
+    """QR equals the updated A, Q has orthonormal columns, R is exactly triangular."""
+    t = tol(A1.dtype, *A1.shape)
+    assert R1.dtype == A1.dtype and (Q1 is None or Q1.dtype == A1.dtype)
+    assert np.all(np.tril(R1, -1) == 0), "R must be exactly upper triangular"
+    if Q1 is not None:
+        assert Q1.shape[0] == A1.shape[0]
+        scale = max(1.0, np.linalg.norm(A1))
+        assert np.linalg.norm(Q1 @ R1 - A1) <= t * scale
+        assert np.linalg.norm(Q1.conj().T @ Q1 - np.eye(Q1.shape[1])) <= t
+        if mode == "full":
+            assert Q1.shape == (A1.shape[0], A1.shape[0])
+    else:
+        # R alone: R^H R = A^H A, checked through the unique R of a fresh factorization
+        ref = np.linalg.qr(A1.astype(np.complex128 if A1.dtype.kind == "c" else np.float64),
+                           mode="r")
+        h = min(ref.shape[0], R1.shape[0])
+        assert np.allclose(abs(R1[:h]), abs(ref[:h]), atol=t * max(1, np.abs(ref).max()))
+
+
+def same_r_as_scipy(R1, Rs):
+    """R is unique up to the phases of its rows for a full-rank A: compare moduli."""
+    h = min(R1.shape[0], Rs.shape[0], R1.shape[1])
+    t = tol(R1.dtype, *R1.shape) * max(1, np.abs(Rs).max())
+    np.testing.assert_allclose(abs(R1[:h]), abs(Rs[:h]), atol=t)
+
+
+# ----------------------------------------------------------------------------------
+# against recomputation, every update, full / thin / Q-less, all dtypes
+# ----------------------------------------------------------------------------------
+def cases(modes):
+    """(dtype, shape, mode) triples; economic factorizations exist for tall A only."""
+    return [(d, s, mo) for d in DTYPES for s in SHAPES for mo in modes
+            if not (mo == "thin" and s[0] <= s[1])]
+
+
+WITH_Q = pytest.mark.parametrize("dtype,shape,mode", cases(["full", "thin"]))
+ANY_Q = pytest.mark.parametrize("dtype,shape,mode", cases(["full", "thin", "none"]))
+
+
+@pytest.mark.parametrize("kp", ["k0p1", "kmid", "kend", "plarge"])
+class TestAgainstRecomputation:
+    def kp_for(self, kp, size, pmax):
+        return {"k0p1": (0, 1), "kmid": (size // 2, 2), "kend": (size, 1),
+                "plarge": (1, pmax)}[kp]
+
+    def setup(self, dtype, shape, mode, seed):
+        rng = np.random.default_rng(seed)
+        A = rand(rng, shape, dtype)
+        Q, R = factor(A, mode)
+        return rng, A, (None if mode == "none" else Q), R
+
+    @WITH_Q
+    def test_insert_cols(self, dtype, shape, mode, kp):
+        rng, A, Q, R = self.setup(dtype, shape, mode, 1)
+        m, n = shape
+        k, p = self.kp_for(kp, n, 2 * m)
+        U = rand(rng, (m, p), dtype)
+        if mode == "thin":
+            p = min(p, m - n)
+            U = U[:, :p]
+        Q1, R1 = qr_insert(Q, R, U, k, "col")
+        A1 = np.insert(A, [k] * p, U, axis=1)
+        check_factors(Q1, R1, A1, mode)
+        same_r_as_scipy(R1, sl.qr_insert(Q, R, U, k, "col")[1])
+
+    @ANY_Q
+    def test_delete_cols(self, dtype, shape, mode, kp):
+        rng, A, Q, R = self.setup(dtype, shape, mode, 2)
+        m, n = shape
+        k, p = self.kp_for(kp, n, n - 1)
+        k = min(k, n - p)
+        out = qr_delete(Q, R, k, p, "col")
+        A1 = np.delete(A, range(k, k + p), axis=1)
+        Q1, R1 = (None, out) if Q is None else out
+        check_factors(Q1, R1, A1, mode)
+        if Q is not None:
+            same_r_as_scipy(R1, sl.qr_delete(Q, R, k, p, "col")[1])
+
+    @ANY_Q
+    def test_insert_rows(self, dtype, shape, mode, kp):
+        rng, A, Q, R = self.setup(dtype, shape, mode, 3)
+        m, n = shape
+        k, p = self.kp_for(kp, m, 2 * n + 1)
+        U = rand(rng, (p, n), dtype)
+        out = qr_insert(Q, R, U, k, "row")
+        A1 = np.insert(A, [k] * p, U, axis=0)
+        Q1, R1 = (None, out) if Q is None else out
+        check_factors(Q1, R1, A1, mode)
+        if Q is not None:
+            same_r_as_scipy(R1, sl.qr_insert(Q, R, U, k, "row")[1])
+
+    @WITH_Q
+    def test_delete_rows(self, dtype, shape, mode, kp):
+        rng, A, Q, R = self.setup(dtype, shape, mode, 4)
+        m, n = shape
+        k, p = self.kp_for(kp, m, m - 1)
+        k = min(k, m - p)
+        Q1, R1 = qr_delete(Q, R, k, p, "row")
+        A1 = np.delete(A, range(k, k + p), axis=0)
+        check_factors(Q1, R1, A1, mode if m - p >= n else "full")
+        Qs, Rs = sl.qr_delete(Q, R, k, p, "row")
+        assert Q1.shape == Qs.shape and R1.shape == Rs.shape
+        same_r_as_scipy(R1, Rs)
+
+    @WITH_Q
+    def test_rank_update(self, dtype, shape, mode, kp):
+        rng, A, Q, R = self.setup(dtype, shape, mode, 5)
+        m, n = shape
+        p = {"k0p1": 1, "kmid": 2, "kend": 3, "plarge": n + 2}[kp]
+        u, v = rand(rng, (m, p), dtype), rand(rng, (n, p), dtype)
+        Q1, R1 = qr_update(Q, R, u, v)
+        check_factors(Q1, R1, A + u @ v.conj().T, mode)
+        if p <= n:
+            same_r_as_scipy(R1, sl.qr_update(Q, R, u, v)[1])
+
+
+def test_paper_method_matches_blocked():
+    rng = np.random.default_rng(6)
+    A = rng.standard_normal((15, 8))
+    Q, R = sl.qr(A)
+    U = rng.standard_normal((15, 3))
+    for call in (lambda meth: qr_insert(Q, R, U, 2, "col", method=meth),
+                 lambda meth: qr_delete(Q, R, 4, 3, "row", method=meth),
+                 lambda meth: qr_update(Q, R, U, rng.standard_normal((8, 3)), method=meth)):
+        state = rng.bit_generator.state
+        Qb, Rb = call("blocked")
+        rng.bit_generator.state = state
+        Qp, Rp = call("paper")
+        np.testing.assert_allclose(Rb, Rp, atol=1e-12)
+        np.testing.assert_allclose(Qb, Qp, atol=1e-12)
+
+
+def test_one_dimensional_u_like_scipy():
+    rng = np.random.default_rng(7)
+    A = rng.standard_normal((6, 4))
+    Q, R = sl.qr(A)
+    for u, which in ((rng.standard_normal(4), "row"), (rng.standard_normal(6), "col")):
+        Q1, R1 = qr_insert(Q, R, u, 2, which)
+        Qs, Rs = sl.qr_insert(Q, R, u, 2, which)
+        assert Q1.shape == Qs.shape and R1.shape == Rs.shape
+        same_r_as_scipy(R1, Rs)
+
+
+def test_negative_k_counts_from_the_end():
+    rng = np.random.default_rng(8)
+    A = rng.standard_normal((8, 5))
+    Q, R = sl.qr(A)
+    Q1, R1 = qr_delete(Q, R, -2, 2, "row")
+    check_factors(Q1, R1, A[:6])
+    Q1, R1 = qr_insert(Q, R, np.ones((8, 1)), -1, "col")
+    check_factors(Q1, R1, np.insert(A, 4, 1.0, axis=1))
+
+
+def test_exact_zeros_and_inputs_untouched():
+    rng = np.random.default_rng(9)
+    A = rng.standard_normal((20, 10))
+    Q, R = sl.qr(A)
+    U = rng.standard_normal((20, 4))
+    saved = [x.copy() for x in (Q, R, U)]
+    outs = [qr_insert(Q, R, U, 3, "col"), qr_delete(Q, R, 2, 3, "col"),
+            qr_insert(Q, R, U.T[:, :10], 5, "row"), qr_delete(Q, R, 5, 4, "row"),
+            qr_update(Q, R, U, U[:10])]
+    for Q1, R1 in outs:
+        assert np.all(np.tril(R1, -1) == 0)
+    for x, y in zip((Q, R, U), saved):
+        assert np.array_equal(x, y)
+
+
+def test_delete_everything_and_empty_results():
+    rng = np.random.default_rng(10)
+    A = rng.standard_normal((6, 4))
+    Q, R = sl.qr(A)
+    Q1, R1 = qr_delete(Q, R, 0, 6, "row")
+    assert Q1.shape == (0, 0) and R1.shape == (0, 4)
+    Q1, R1 = qr_delete(Q, R, 0, 4, "col")
+    assert Q1.shape == (6, 6) and R1.shape == (6, 0)
+
+
+def test_rank_deficient_updates():
+    rng = np.random.default_rng(11)
+    A = rng.standard_normal((10, 4))
+    Q, R = sl.qr(A)
+    # a column already in the span of A: fine with a full Q
+    Q1, R1 = qr_insert(Q, R, A[:, :2], 1, "col")
+    check_factors(Q1, R1, np.insert(A, [1, 1], A[:, :2], axis=1))
+    # rank-deficient rows and a zero rank-p update
+    Q1, R1 = qr_insert(Q, R, np.zeros((3, 4)), 2, "row")
+    check_factors(Q1, R1, np.insert(A, [2] * 3, 0.0, axis=0))
+    Q1, R1 = qr_update(Q, R, np.zeros((10, 2)), rng.standard_normal((4, 2)))
+    check_factors(Q1, R1, A)
+    # economic Q: u in the span of Q raises like SciPy
+    Qe, Re = sl.qr(A, mode="economic")
+    with pytest.raises(np.linalg.LinAlgError):
+        sl.qr_insert(Qe, Re, A[:, :1], 1, "col")
+    with pytest.raises(np.linalg.LinAlgError, match="span of Q"):
+        qr_insert(Qe, Re, A[:, :1], 1, "col")
+    # ... and a thin update whose u lies in the span of Q still works
+    V = rng.standard_normal((4, 2))
+    Q1, R1 = qr_update(Qe, Re, A[:, :2], V)
+    check_factors(Q1, R1, A + A[:, :2] @ V.T, "thin")
+
+
+def test_thin_delete_rows_with_a_row_of_leverage_one():
+    """A row whose removal drops the rank of A's row space: Z has a singular value 1."""
+    rng = np.random.default_rng(12)
+    A = rng.standard_normal((8, 3))
+    A[:, 2] = 0
+    A[4, 2] = 1.0                        # only row 4 touches column 2
+    Q, R = sl.qr(A, mode="economic")
+    Q1, R1 = qr_delete(Q, R, 3, 2, "row")
+    A1 = np.delete(A, [3, 4], axis=0)
+    assert np.linalg.norm(Q1 @ R1 - A1) < 1e-12
+    assert np.linalg.norm(Q1.T @ Q1 - np.eye(3)) < 1e-12
+
+
+# ----------------------------------------------------------------------------------
+# hypothesis: random (m, n, p, k)
+# ----------------------------------------------------------------------------------
+@settings(max_examples=60, deadline=None)
+@given(m=st.integers(1, 14), n=st.integers(1, 14), p=st.integers(1, 8),
+       k=st.integers(0, 20), which=st.sampled_from(["row", "col"]),
+       op=st.sampled_from(["insert", "delete"]), seed=st.integers(0, 2**16),
+       dtype=st.sampled_from([np.float32, np.float64]))
+def test_random_updates(m, n, p, k, which, op, seed, dtype):
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((m, n)).astype(dtype)
+    Q, R = factor(A, "full")
+    if op == "insert":
+        k = k % ((m if which == "row" else n) + 1)
+        U = rng.standard_normal((p, n) if which == "row" else (m, p)).astype(dtype)
+        Q1, R1 = qr_insert(Q, R, U, k, which)
+        A1 = np.insert(A, [k] * p, U, axis=0 if which == "row" else 1)
+    else:
+        size = m if which == "row" else n
+        p = min(p, size)
+        k = k % (size - p + 1)
+        Q1, R1 = qr_delete(Q, R, k, p, which)
+        A1 = np.delete(A, range(k, k + p), axis=0 if which == "row" else 1)
+    check_factors(Q1, R1, A1)
+
+
+# ----------------------------------------------------------------------------------
+# bad input: the same exception as SciPy, before any work, inputs untouched
+# ----------------------------------------------------------------------------------
+def _bad_calls():
+    rng = np.random.default_rng(13)
+    A = rng.standard_normal((6, 4))
+    Q, R = sl.qr(A)
+    Qe, Re = sl.qr(A, mode="economic")
+    u_row, u_col = rng.standard_normal((2, 4)), rng.standard_normal((6, 2))
+    nan_row = u_row.copy()
+    nan_row[0, 0] = np.nan
+    return {
+        "k too large (row)": ("insert", (Q, R, u_row, 7, "row")),
+        "k too small (col)": ("insert", (Q, R, u_col, -5, "col")),
+        "u wrong width": ("insert", (Q, R, rng.standard_normal((2, 3)), 1, "row")),
+        "u wrong height": ("insert", (Q, R, rng.standard_normal((5, 2)), 1, "col")),
+        "bad which": ("insert", (Q, R, u_row, 1, "diag")),
+        "non-finite u": ("insert", (Q, R, nan_row, 1, "row")),
+        "integer dtype": ("insert", (Q, R, np.ones((2, 4), dtype=int), 1, "row")),
+        "u float32 with float64 Q": ("insert", (Q, R, u_row.astype(np.float32), 1, "row")),
+        "Q and R dtypes differ": ("insert", (Q.astype(np.float32), R, u_row, 1, "row")),
+        "float16": ("insert", (Q.astype(np.float16), R.astype(np.float16),
+                               u_row.astype(np.float16), 1, "row")),
+        "incompatible shapes": ("insert", (Q[:, :5], R, u_row, 1, "row")),
+        "1-D Q": ("insert", (Q[0], R, u_row, 1, "row")),
+        "p = 0": ("delete", (Q, R, 1, 0, "col")),
+        "k + p beyond n": ("delete", (Q, R, 3, 2, "col")),
+        "negative p": ("delete", (Q, R, 0, -1, "row")),
+        "k beyond m": ("delete", (Q, R, 6, 1, "row")),
+        "economic u in span": ("insert", (Qe, Re, A[:, :2], 1, "col")),
+        "update rank mismatch": ("update", (Q, R, u_col, rng.standard_normal((4, 3)))),
+        "update u rows": ("update", (Qe, Re, rng.standard_normal(7), rng.standard_normal(4))),
+        "update v rows": ("update", (Q, R, rng.standard_normal(6), rng.standard_normal(5))),
+        "update 1-D and 2-D": ("update", (Q, R, rng.standard_normal(6),
+                                          rng.standard_normal((4, 1)))),
+    }
+
+
+BAD = _bad_calls()
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_input_raises_like_scipy(case):
+    op, args = BAD[case]
+    ours = {"insert": qr_insert, "delete": qr_delete, "update": qr_update}[op]
+    theirs = {"insert": sl.qr_insert, "delete": sl.qr_delete, "update": sl.qr_update}[op]
+    saved = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
+    with pytest.raises(Exception) as scipy_error:
+        theirs(*args)
+    with pytest.raises(scipy_error.type):
+        ours(*args)
+    for a, s in zip(args, saved):
+        if isinstance(a, np.ndarray):
+            assert np.array_equal(a, s, equal_nan=True), "inputs must be left untouched"
+
+
+def test_q_less_refused_where_q_is_needed():
+    A = np.random.default_rng(14).standard_normal((6, 4))
+    R = np.linalg.qr(A, mode="r")
+    with pytest.raises(ValueError, match="needs Q"):
+        qr_insert(None, R, np.ones((6, 1)), 1, "col")
+    with pytest.raises(ValueError, match="needs Q"):
+        qr_delete(None, R, 1, 1, "row")
+
+
+def test_batched_input_is_refused_clearly():
+    A = np.random.default_rng(15).standard_normal((6, 4))
+    Q, R = sl.qr(A)
+    with pytest.raises(ValueError, match="batched"):
+        qr_insert(Q, R[None], np.ones((1, 4)), 0, "row")
+
+
+# ----------------------------------------------------------------------------------
+# the least-squares object
+# ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("q", ["full", "thin", "none"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_least_squares_sequence(q, dtype):
+    rng = np.random.default_rng(16)
+    A = rng.standard_normal((40, 6)).astype(dtype)
+    b = rng.standard_normal(40).astype(dtype)
+    ls = qrlab.LeastSquaresQR(A, b, q=q)
+
+    def check():
+        x = np.linalg.lstsq(A.astype(float), b.astype(float), rcond=None)[0]
+        t = 1e-10 if dtype == np.float64 else 2e-3
+        np.testing.assert_allclose(ls.solve(), x, rtol=t, atol=t)
+        np.testing.assert_allclose(ls.residual_norm(), np.linalg.norm(A @ x - b), rtol=t)
+        if q != "none":
+            np.testing.assert_allclose(ls.d[:, 0], ls.Q.T @ b, atol=t * 10)
+
+    U, e = rng.standard_normal((5, 6)).astype(dtype), rng.standard_normal(5).astype(dtype)
+    ls.add_rows(U, e, k=7)
+    A, b = np.insert(A, [7] * 5, U, axis=0), np.insert(b, [7] * 5, e)
+    check()
+    ls.remove_columns(2, 2)
+    A = np.delete(A, [2, 3], axis=1)
+    check()
+    if q == "none":
+        ls.remove_rows(0, 3, U=A[:3], e=b[:3])
+    else:
+        ls.remove_rows(0, 3)
+    A, b = A[3:], b[3:]
+    check()
+    if q != "none":
+        C = rng.standard_normal((A.shape[0], 2)).astype(dtype)
+        ls.add_columns(C, 1)
+        A = np.insert(A, [1, 1], C, axis=1)
+        check()
+    else:
+        with pytest.raises(ValueError, match="needs Q"):
+            ls.add_columns(np.ones(A.shape[0]))
+
+
+def test_least_squares_bad_input():
+    rng = np.random.default_rng(17)
+    with pytest.raises(ValueError):
+        qrlab.LeastSquaresQR(rng.standard_normal((5, 3)), rng.standard_normal(4))
+    with pytest.raises(ValueError):
+        qrlab.LeastSquaresQR(rng.standard_normal((5, 3)), rng.standard_normal(5), q="half")
+    ls = qrlab.LeastSquaresQR(rng.standard_normal((5, 3)), rng.standard_normal(5))
+    with pytest.raises(ValueError):
+        ls.remove_rows(0, 3)             # fewer rows than unknowns
+
+
+# ----------------------------------------------------------------------------------
+# CuPy: the same updates on the GPU agree with NumPy (skipped without a GPU)
+# ----------------------------------------------------------------------------------
+@pytest.mark.gpu
+@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("mode", ["full", "thin"])
+@pytest.mark.parametrize("method", ["blocked", "paper"])
+def test_cupy_matches_numpy(dtype, mode, method):
+    import cupy as cp
+    rng = np.random.default_rng(18)
+    m, n, p = 300, 120, 7
+    A = rng.standard_normal((m, n)).astype(dtype)
+    Q, R = factor(A, mode)
+    Ur, Uc = rng.standard_normal((p, n)).astype(dtype), rng.standard_normal((m, p)).astype(dtype)
+    V = rng.standard_normal((n, p)).astype(dtype)
+    cases = [
+        (qr_insert, (Uc, 40, "col"), np.insert(A, [40] * p, Uc, axis=1)),
+        (qr_delete, (30, p, "col"), np.delete(A, range(30, 30 + p), axis=1)),
+        (qr_insert, (Ur, 100, "row"), np.insert(A, [100] * p, Ur, axis=0)),
+        (qr_delete, (100, p, "row"), np.delete(A, range(100, 100 + p), axis=0)),
+        (qr_update, (Uc, V), A + Uc @ V.T),
+    ]
+    for f, args, A1 in cases:
+        Qg, Rg = f(cp.asarray(Q), cp.asarray(R), *[cp.asarray(a) if isinstance(a, np.ndarray)
+                                                    else a for a in args], method=method)
+        assert isinstance(Qg, cp.ndarray) and isinstance(Rg, cp.ndarray)
+        check_factors(Qg.get(), Rg.get(), A1, mode)
+        Qn, Rn = f(Q, R, *args, method=method)
+        np.testing.assert_allclose(Rg.get(), Rn, atol=tol(dtype, m, n) * np.abs(Rn).max())
+    # Q-less paths
+    Rg = qr_insert(None, cp.asarray(R), cp.asarray(Ur), 0, "row")
+    check_factors(None, Rg.get(), np.vstack([Ur, A]))
+    Rg = qr_delete(None, cp.asarray(R), 3, 2, "col")
+    check_factors(None, Rg.get(), np.delete(A, [3, 4], axis=1))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
+def test_mixing_numpy_and_cupy_raises():
+    import cupy as cp
+    A = np.random.default_rng(19).standard_normal((6, 4))
+    Q, R = sl.qr(A)
+    with pytest.raises(TypeError, match="mix"):
+        qr_insert(cp.asarray(Q), R, np.ones((1, 4)), 0, "row")
