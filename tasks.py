@@ -10,7 +10,8 @@ Needs only Python 3.10+ (standard library).  Both commands
    touching stored outputs,
 
 then ``lab`` opens JupyterLab on the welcome notebook and ``test`` runs pytest on the whole
-suite, notebooks included.  Any failure stops with a message and a non-zero exit status.
+suite, notebooks included.  ``execute`` (for contributors) re-runs notebooks in place so
+their stored outputs, which the tests compare, are current.  Any failure stops with a message and a non-zero exit status.
 """
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ NOTEBOOKS = ROOT / "notebooks"
 WELCOME = NOTEBOOKS / "00_welcome.ipynb"
 
 USAGE = """usage: python3 tasks.py lab [jupyter-lab args]   open the notebooks in JupyterLab
-       python3 tasks.py test [pytest args]      run the test suite (notebooks included)"""
+       python3 tasks.py test [pytest args]      run the test suite (notebooks included)
+       python3 tasks.py execute [notebooks]     re-run notebooks, store their outputs"""
 
 
 class TaskError(Exception):
@@ -165,8 +167,24 @@ def test(args: list[str]) -> int:
     return 0
 
 
+def execute(args: list[str]) -> int:
+    """Re-run notebooks and store their outputs (all of them, or the ones named)."""
+    prepare(pair_all=True)
+    paths = [ROOT / a for a in args] or sorted(NOTEBOOKS.glob("*.ipynb"))
+    targets = [p.with_suffix(".ipynb").relative_to(ROOT) for p in paths]
+    for nb in targets:
+        if not (ROOT / nb).exists():
+            raise TaskError(f"no such notebook: {nb}")
+    say(f"executing {len(targets)} notebook(s) and storing their outputs")
+    # record_timing=False: per-cell timestamps would change every file on every run and
+    # bury the real output changes in the diff.
+    run(BIN / "jupyter", "nbconvert", "--to", "notebook", "--execute", "--inplace",
+        "--ExecutePreprocessor.record_timing=False", *targets)
+    return 0
+
+
 def main(argv: list[str]) -> int:
-    tasks = {"lab": lab, "test": test}
+    tasks = {"lab": lab, "test": test, "execute": execute}
     if not argv or argv[0] not in tasks:
         print(USAGE, file=sys.stderr)
         return 0 if argv[:1] in (["-h"], ["--help"]) else 2

@@ -108,8 +108,9 @@ assert np.allclose(x, np.linalg.lstsq(A, b, rcond=None)[0])
 # ## Updating instead of starting again
 #
 # A seventh person joins the survey.  Rather than factorize the $7 \times 4$ matrix from
-# scratch, update $Q$ and $R$.  Here with SciPy's `qr_insert`; qrlab's has the same
-# signature, runs blocks of rows or columns in one call, and runs on the GPU too.
+# scratch, update $Q$ and $R$ with `qrlab.qr_insert`.  It takes the same arguments as
+# `scipy.linalg.qr_insert` (so either works here), adds blocks of rows or columns in one
+# call, and runs on the GPU when given CuPy arrays.
 
 # %%
 k = 2                                  # the new person becomes row 2 (0-based, as in SciPy)
@@ -117,7 +118,7 @@ u = np.array([1.0, 44, 16, 15])
 A1 = np.insert(A, k, u, axis=0)
 b1 = np.insert(b, k, 63.0)
 
-Q1, R1 = scipy.linalg.qr_insert(Q, R, u, k, which="row")
+Q1, R1 = qrlab.qr_insert(Q, R, u, k, which="row")
 assert np.allclose(Q1 @ R1, A1)
 
 x1 = scipy.linalg.solve_triangular(R1[:n], (Q1.T @ b1)[:n])
@@ -128,7 +129,7 @@ assert np.allclose(x1, np.linalg.lstsq(A1, b1, rcond=None)[0])
 # Now drop a variable, "years employed" (column 3), again by updating:
 
 # %%
-Q2, R2 = scipy.linalg.qr_delete(Q1, R1, 3, 1, which="col")
+Q2, R2 = qrlab.qr_delete(Q1, R1, 3, 1, which="col")   # k=3, p=1
 A2 = np.delete(A1, 3, axis=1)
 assert np.allclose(Q2 @ R2, A2)
 

@@ -2,9 +2,8 @@
 
 The .py is what people edit and review; the .ipynb carries the outputs that nbval checks.
 If the two drift apart, the reviewed code is not the tested code, so drift fails here.
-Fix it by syncing (jupytext --sync notebooks/NN_topic.py takes the newer file's cells),
-then re-execute the notebook to refresh its outputs:
-    jupyter nbconvert --to notebook --execute --inplace notebooks/NN_topic.ipynb
+Fix it with ``python3 tasks.py execute notebooks/NN_topic.py``: it syncs the pair (jupytext
+takes the newer file's cells) and re-runs the notebook so its stored outputs are current.
 """
 from pathlib import Path
 
@@ -30,7 +29,7 @@ def test_welcome_notebook_exists():
 def test_both_files_exist(stem):
     missing = [f"{stem}{ext}" for ext in (".py", ".ipynb") if not (NOTEBOOKS / f"{stem}{ext}").exists()]
     assert not missing, (f"notebooks/{stem} lacks {', '.join(missing)}: create it with "
-                         f"'jupytext --sync notebooks/{stem}.*' (python3 tasks.py lab does this)")
+                         f"'python3 tasks.py execute notebooks/{stem}.py'")
 
 
 @pytest.mark.parametrize("stem", STEMS)
@@ -54,6 +53,6 @@ def test_cells_agree(stem):
         if a != b:
             pytest.fail(f"{stem}: cell {i} differs between .py and .ipynb\n"
                         f"--- .py ({a[0]}):\n{a[1]}\n--- .ipynb ({b[0]}):\n{b[1]}\n"
-                        f"sync with 'jupytext --sync notebooks/{stem}.py' and re-execute the notebook")
+                        f"run 'python3 tasks.py execute notebooks/{stem}.py' to sync and re-execute it")
     pytest.fail(f"{stem}: .py has {len(from_py)} cells, .ipynb has {len(from_ipynb)}; "
-                f"sync with 'jupytext --sync notebooks/{stem}.py' and re-execute the notebook")
+                f"run 'python3 tasks.py execute notebooks/{stem}.py' to sync and re-execute it")
