@@ -11,7 +11,8 @@ Needs only Python 3.10+ (standard library).  Both commands
 
 then ``lab`` opens JupyterLab on the welcome notebook and ``test`` runs pytest on the whole
 suite, notebooks included.  ``execute`` (for contributors) re-runs notebooks in place so
-their stored outputs, which the tests compare, are current.  Any failure stops with a message and a non-zero exit status.
+their stored outputs, which the tests compare, are current.  Any failure stops with a
+message and a non-zero exit status.
 """
 from __future__ import annotations
 
