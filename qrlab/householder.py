@@ -84,20 +84,27 @@ def panel_qr(P):
 
 
 def wy_factor(V, tau):
-    """``T`` of the compact WY form ``H_1 ... H_w = I - V T V^H`` (LAPACK ``larft``).
+    """``T`` of the compact WY form ``H_1 ... H_w = I - V T V^H`` (Schreiber & Van Loan).
 
-    ``T[i, i] = tau_i`` and ``T[:i, i] = -tau_i T[:i, :i] V[:, :i]^H v_i``; the Gram
-    matrix ``V^H V`` is formed once by one product.
+    LAPACK's ``larft`` builds ``T`` column by column (``T[:i, i] = -tau_i T[:i, :i]
+    V[:, :i]^H v_i``), ``w`` dependent steps.  The same ``T`` is the inverse of
+    ``triu(V^H V, 1) + diag(1 / tau)`` (Puglisi; Joffrain et al.), which takes one matrix
+    product and one triangular solve: two launches on a GPU instead of ``w``.  A reflector
+    with ``tau = 0`` is the identity; its column of ``V`` is zeroed so that it drops out.
+    ``V`` is modified in place for such columns.
     """
+    from .backend import solve_triangular
+
     xp = array_module(V)
     w = V.shape[1]
-    G = V.conj().T @ V
-    T = xp.zeros((w, w), dtype=V.dtype)
-    for i in range(w):
-        T[i, i] = tau[i]
-        if i:
-            T[:i, i] = -tau[i] * (T[:i, :i] @ G[:i, i])
-    return T
+    identity = tau == 0
+    if bool(identity.any()):
+        V[:, identity] = 0
+    inv_tau = 1 / xp.where(identity, 1, tau)
+    Tinv = xp.triu(V.conj().T @ V, 1)
+    idx = xp.arange(w)
+    Tinv[idx, idx] = inv_tau
+    return solve_triangular(Tinv, xp.eye(w, dtype=V.dtype))
 
 
 def apply_wy_left(V, T, C):

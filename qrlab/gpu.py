@@ -1,0 +1,126 @@
+"""The GPU executor: the reference executor with its hot loops replaced by CUDA kernels.
+
+Householder panels already run as cuSOLVER ``geqrf`` plus matrix products (the compact
+WY ``T`` is one product and one triangular solve, :func:`qrlab.householder.wy_factor`),
+so the executor of :mod:`qrlab.executor` serves them on CuPy arrays unchanged.  Givens
+sweeps are what cost the papers O(m) launches; here they take three steps whatever ``m``:
+
+1. ``sweep_rotations`` (one thread block): every rotation of the pipelined sweeps,
+   computed on the ``p`` driver lines in device memory, a block barrier between waves;
+2. ``accumulate_groups`` (one thread block per group of waves and 32 columns): the
+   rotations of each group of about ``2p`` waves multiplied into a small orthogonal
+   matrix ``G``;
+3. per group, ``R[rows] = G R[rows]`` and ``Q[:, rows] = Q[:, rows] G^H`` by cuBLAS.
+
+The kernels are in ``qrlab/kernels/sweeps.cu``, compiled once by CuPy's ``RawModule``.
+Complex input and ``method='paper'`` (one wave at a time, the papers' scheme) use the
+reference executor on CuPy arrays.
+"""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import numpy as np
+
+from .executor import Executor
+from .stages import Sweeps
+
+__all__ = ["GpuExecutor", "kernels"]
+
+_SOURCE = Path(__file__).with_name("kernels") / "sweeps.cu"
+
+
+@functools.lru_cache(maxsize=None)
+def kernels():
+    """The compiled module (compiled on first use, then cached by CuPy on disk)."""
+    import cupy as cp
+    return cp.RawModule(code=_SOURCE.read_text(), options=("-std=c++17",))
+
+
+def wave_rows(op: Sweeps):
+    """Host-side schedule of ``op``: ``B``, the number of waves, and for every wave the
+    lowest and highest row it touches (``lo``, ``hi`` exclusive), from the formula
+    ``i = B - t + 2 s`` -- no device round trip."""
+    tops = np.asarray(op.tops)
+    bottoms = np.asarray(op.bottoms)
+    s = np.arange(len(tops))
+    B = int(bottoms.max()) - 1
+    busy = bottoms - 1 > tops
+    if not busy.any():
+        return B, 0, None, None
+    nwaves = int((B - (tops[busy] + 1) + 2 * s[busy]).max()) + 1
+    t = np.arange(nwaves)[:, None]
+    i = B - t + 2 * s[None, :]
+    active = (i > tops[None, :]) & (i < bottoms[None, :])
+    big = np.iinfo(np.int64).max
+    lo = np.where(active, i - 1, big).min(axis=1)
+    hi = np.where(active, i + 1, -1).max(axis=1)
+    return B, nwaves, lo, hi
+
+
+class GpuExecutor(Executor):
+    """Executor for CuPy arrays: fused kernels for Givens sweeps (real dtypes)."""
+
+    threads = 1024
+
+    def sweeps(self, op: Sweeps, Q, R):
+        if self.method == "paper" or R.dtype.kind == "c" or R.dtype.itemsize not in (4, 8):
+            return super().sweeps(op, Q, R)
+        import cupy as cp
+
+        B, nwaves, lo_t, hi_t = wave_rows(op)
+        if nwaves == 0:
+            return
+        l0, l1 = op.lines
+        p = l1 - l0
+        dt = R.dtype
+        suffix = "f32" if dt.itemsize == 4 else "f64"
+        mod = kernels()
+        tops = cp.asarray(op.tops, dtype=cp.int32)
+        bottoms = cp.asarray(op.bottoms, dtype=cp.int32)
+
+        # 1. all rotations, computed on the driver lines
+        if op.driver == "R":
+            D = cp.ascontiguousarray(R[:, l0:l1])
+        else:
+            D = cp.ascontiguousarray(Q[l0:l1, :].T)
+        C = cp.empty((nwaves, p), dtype=dt)
+        S = cp.empty((nwaves, p), dtype=dt)
+        smem = p * (2 * dt.itemsize + 8)
+        mod.get_function(f"sweep_rotations_{suffix}")(
+            (1,), (self.threads,), (D, np.int32(p), tops, bottoms, np.int32(B),
+                                    np.int32(nwaves), C, S), shared_mem=smem)
+        if op.driver == "R":
+            R[:, l0:l1] = D
+            q_rows = slice(None)
+        else:
+            Q[l0:l1, :] = D.T
+            q_rows = slice(l1, None)
+
+        # 2. rotations of each group of waves multiplied into G
+        nbw = self.wave_block or max(32, 2 * p)
+        starts = list(range(0, nwaves, nbw))
+        lo_g = np.array([lo_t[t:t + nbw].min() for t in starts])
+        hi_g = np.array([hi_t[t:t + nbw].max() for t in starts])
+        empty = hi_g < 0
+        lo_g[empty], hi_g[empty] = 0, 1
+        w = int((hi_g - lo_g).max())
+        G = cp.zeros((len(starts), w, w), dtype=dt)
+        G[:, cp.arange(w), cp.arange(w)] = 1
+        mod.get_function(f"accumulate_groups_{suffix}")(
+            (len(starts), (w + 31) // 32), (256,),
+            (G, np.int32(w), C, S, np.int32(p), tops, bottoms, np.int32(B),
+             np.int32(nwaves), np.int32(nbw), cp.asarray(lo_g, dtype=cp.int32)))
+
+        # 3. matrix products, group after group (their row windows overlap)
+        a0, a1 = op.apply_cols
+        a1 = R.shape[1] if a1 is None else a1
+        for g, (lo, hi) in enumerate(zip(lo_g.tolist(), hi_g.tolist())):
+            if empty[g]:
+                continue
+            Gg = G[g, : hi - lo, : hi - lo]
+            if a1 > a0:
+                R[lo:hi, a0:a1] = Gg @ R[lo:hi, a0:a1]
+            if Q is not None:
+                Q[q_rows, lo:hi] = Q[q_rows, lo:hi] @ Gg.T

@@ -1,0 +1,110 @@
+// Fused Givens sweeps for qrlab (float and double).
+//
+// The papers launch two kernels per wave of rotations (makeGivens, applyGivens), so an
+// update costs O(m) launches.  Here one launch computes every rotation of a block of
+// pipelined sweeps, and a second multiplies the rotations of each group of waves into a
+// small orthogonal matrix, which is then applied to R and Q by matrix products.
+//
+// Layout: D is the driver block, N rows by p columns, row-major.  Sweep s zeroes column s
+// bottom-up; at wave t it rotates rows (i-1, i) with i = B - t + 2 s, when
+// tops[s] < i < bottoms[s].  A rotation [[c, s], [-s, c]] makes c*a + s*b = r, -s*a + c*b = 0.
+
+template <typename T> __device__ __forceinline__ T qr_hypot(T a, T b);
+template <> __device__ __forceinline__ float qr_hypot<float>(float a, float b) { return hypotf(a, b); }
+template <> __device__ __forceinline__ double qr_hypot<double>(double a, double b) { return hypot(a, b); }
+
+// One block computes all rotations: waves depend on each other, a block barrier orders
+// them.  C, S: nwaves x p; an inactive slot gets the identity (c = 1, s = 0).
+template <typename T>
+__device__ void sweep_rotations(T* D, int p, const int* tops, const int* bottoms, int B,
+                                int nwaves, T* C, T* S)
+{
+    extern __shared__ unsigned char smem_raw[];
+    T* sc = reinterpret_cast<T*>(smem_raw);
+    T* ss = sc + p;
+    int* srow = reinterpret_cast<int*>(ss + p);
+    int* act = srow + p;                 // the sweeps active in this wave, any order
+    __shared__ int nact;
+    for (int t = 0; t < nwaves; ++t) {
+        if (threadIdx.x == 0) nact = 0;
+        __syncthreads();
+        for (int s = threadIdx.x; s < p; s += blockDim.x) {
+            int i = B - t + 2 * s;
+            T c = 1, sn = 0;
+            int row = -1;
+            if (i > tops[s] && i < bottoms[s]) {
+                T a = D[(size_t)(i - 1) * p + s], b = D[(size_t)i * p + s];
+                T r = qr_hypot<T>(a, b);
+                if (r != T(0)) {
+                    c = fabs(a) / r;
+                    sn = (a < T(0) ? -b : b) / r;
+                }
+                row = i;
+                act[atomicAdd(&nact, 1)] = s;
+            }
+            sc[s] = c; ss[s] = sn; srow[s] = row;
+            C[(size_t)t * p + s] = c;
+            S[(size_t)t * p + s] = sn;
+        }
+        __syncthreads();
+        // only the active sweeps' rows: short sweeps leave most of the block idle
+        for (int idx = threadIdx.x; idx < nact * p; idx += blockDim.x) {
+            int s = act[idx / p], j = idx % p;
+            int i = srow[s];
+            T c = sc[s], sn = ss[s];
+            T* pa = D + (size_t)(i - 1) * p + j;
+            T* pb = D + (size_t)i * p + j;
+            T xa = *pa, xb = *pb;
+            *pa = c * xa + sn * xb;
+            *pb = (j == s) ? T(0) : c * xb - sn * xa;   // the zero the rotation was made for
+        }
+        __syncthreads();
+    }
+}
+
+// Multiply the rotations of wave group g into G[g] (w x w, row-major, starts as I).
+// grid = (groups, ceil(w / 32)); 32 columns per block, 8 threads share a column's rows.
+template <typename T>
+__device__ void accumulate_groups(T* G, int w, const T* C, const T* S, int p,
+                                  const int* tops, const int* bottoms, int B, int nwaves,
+                                  int waves_per_group, const int* lo)
+{
+    int g = blockIdx.x;
+    int col = blockIdx.y * 32 + (threadIdx.x & 31);
+    int lane_row = threadIdx.x >> 5, rows_per = blockDim.x >> 5;
+    T* Gg = G + (size_t)g * w * w;
+    int t0 = g * waves_per_group, t1 = min(nwaves, t0 + waves_per_group);
+    for (int t = t0; t < t1; ++t) {
+        if (col < w) {
+            for (int s = lane_row; s < p; s += rows_per) {
+                int i = B - t + 2 * s;
+                if (i > tops[s] && i < bottoms[s]) {
+                    T c = C[(size_t)t * p + s], sn = S[(size_t)t * p + s];
+                    T* pa = Gg + (size_t)(i - 1 - lo[g]) * w + col;
+                    T* pb = pa + w;
+                    T xa = *pa, xb = *pb;
+                    *pa = c * xa + sn * xb;
+                    *pb = c * xb - sn * xa;
+                }
+            }
+        }
+        __syncthreads();
+    }
+}
+
+extern "C" {
+__global__ void sweep_rotations_f32(float* D, int p, const int* tops, const int* bottoms,
+                                    int B, int nwaves, float* C, float* S)
+{ sweep_rotations<float>(D, p, tops, bottoms, B, nwaves, C, S); }
+__global__ void sweep_rotations_f64(double* D, int p, const int* tops, const int* bottoms,
+                                    int B, int nwaves, double* C, double* S)
+{ sweep_rotations<double>(D, p, tops, bottoms, B, nwaves, C, S); }
+__global__ void accumulate_groups_f32(float* G, int w, const float* C, const float* S, int p,
+                                      const int* tops, const int* bottoms, int B, int nwaves,
+                                      int wpg, const int* lo)
+{ accumulate_groups<float>(G, w, C, S, p, tops, bottoms, B, nwaves, wpg, lo); }
+__global__ void accumulate_groups_f64(double* G, int w, const double* C, const double* S, int p,
+                                      const int* tops, const int* bottoms, int B, int nwaves,
+                                      int wpg, const int* lo)
+{ accumulate_groups<double>(G, w, C, S, p, tops, bottoms, B, nwaves, wpg, lo); }
+}
