@@ -308,7 +308,12 @@ def main(argv=None):
     ap.add_argument("--cpu", action="store_true", help="run on NumPy with small sizes")
     ap.add_argument("--out", default="benchmarks/results")
     ap.add_argument("--method", default="blocked", choices=["blocked", "paper"])
+    ap.add_argument("--report", nargs="*", help="only write reports for these JSON files")
     args = ap.parse_args(argv)
+    if args.report:
+        for path in report(args.report):
+            print(f"wrote {path}")
+        return None
 
     if args.cpu:
         xp = np
@@ -351,7 +356,85 @@ def main(argv=None):
                                                __import__("sys").argv[1:]),
                                     results=results), indent=1))
     print(f"wrote {path}")
+    for extra in report([path]):
+        print(f"wrote {extra}")
     return results
+
+
+# ---------------------------------------------------------------------------------------
+# report: markdown table and speed-up figures from the JSON results
+# ---------------------------------------------------------------------------------------
+def report(paths, out_dir=None):
+    """Write ``<name>.md`` (tables, targets) and ``<name>.png`` (speed-up per table, in
+    the papers' style) next to each JSON result file, or into ``out_dir``."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    for path in map(Path, paths):
+        data = json.loads(path.read_text())
+        rows = data["results"]
+        dest = Path(out_dir) if out_dir else path.parent
+        lines = [f"# {data['device']}, {data['dtype']}",
+                 "",
+                 f"Command: `{data['command']}`  ",
+                 f"GEMM {data['gemm_flops'] / 1e12:.1f} TFLOP/s, copy "
+                 f"{data['copy_bytes_per_s'] / 1e12:.2f} TB/s (measured in the same run); "
+                 f"median of {data['reps']} runs, CUDA events.",
+                 "",
+                 "| table | update | m | n | p | k | t_update ms | t_gels ms | t_same ms | "
+                 "speed-up (gels) | paper speed-up | t_update / floor | rel. err x |",
+                 "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in rows:
+            paper = "-" if r["paper_speedup"] is None else f"{r['paper_speedup']:.2f}"
+            lines.append(f"| {r['table']} | {r['op']} | {r['m']} | {r['n']} | {r['p']} | "
+                         f"{r['k']} | {r['t_update'] * 1e3:.2f} | {r['t_gels'] * 1e3:.2f} | "
+                         f"{r['t_same'] * 1e3:.2f} | {r['speedup_gels']:.2f} | {paper} | "
+                         f"{r['over_floor']:.1f} | {r['rel_err_x']:.1e} |")
+        sp = [r["speedup_gels"] for r in rows]
+        won = [r for r in rows if r["paper_speedup"] and r["paper_speedup"] > 1]
+        lines += ["", "## Targets", "",
+                  f"- every cell faster than recomputation (gels): "
+                  f"{sum(s > 1 for s in sp)} of {len(sp)} cells",
+                  f"- median speed-up over all cells: {statistics.median(sp):.2f}x",
+                  f"- cells where the papers won, ours at least twice theirs: "
+                  f"{sum(r['speedup_gels'] >= 2 * r['paper_speedup'] for r in won)} of "
+                  f"{len(won)}"]
+        tables = sorted({r["table"] for r in rows})
+        for t in tables:
+            sub = [r for r in rows if r["table"] == t]
+            big = max(sub, key=lambda r: (r["m"] * r["n"], r["p"]))
+            lines.append(f"- {t}: t_update / floor at its largest case "
+                         f"(m={big['m']}, n={big['n']}, p={big['p']}, k={big['k']}): "
+                         f"{big['over_floor']:.1f}")
+        md = dest / (path.stem + ".md")
+        md.write_text("\n".join(lines) + "\n")
+
+        fig, axes = plt.subplots(1, len(tables), figsize=(3.2 * len(tables), 3), dpi=80,
+                                 squeeze=False)
+        for ax, t in zip(axes[0], tables):
+            sub = [r for r in rows if r["table"] == t]
+            xs = range(len(sub))
+            ax.plot(xs, [r["speedup_gels"] for r in sub], "o-", label="qrlab")
+            if any(r["paper_speedup"] for r in sub):
+                ax.plot(xs, [r["paper_speedup"] or np.nan for r in sub], "s--",
+                        label="paper (M2050)")
+            ax.axhline(1, color="gray", lw=0.8)
+            ax.set_yscale("log")
+            ax.set_title(f"{t}: {sub[0]['op']}", fontsize=9)
+            ax.set_xticks(list(xs))
+            ax.set_xticklabels([f"{r['m']}/{r['n']}\np{r['p']} k{r['k']}" for r in sub],
+                               fontsize=5, rotation=90)
+            ax.set_ylabel("speed-up over QR solve", fontsize=8)
+        axes[0][0].legend(fontsize=7)
+        fig.suptitle(f"{data['device']} {data['dtype']}: update vs recomputation", fontsize=10)
+        fig.tight_layout()
+        png = dest / (path.stem + ".png")
+        fig.savefig(png)
+        plt.close(fig)
+        written += [md, png]
+    return written
 
 
 if __name__ == "__main__":
