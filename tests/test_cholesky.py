@@ -1,0 +1,417 @@
+"""Tests for qrlab.cholesky: rank-k Cholesky update and downdate (seed 004).
+
+Every result is checked against recomputation in float64 (numpy.linalg.cholesky of
+A +- V V^T formed from the rounded inputs), for the blocked method and both rotation
+orderings, update and downdate, float32 and float64. Organised as SciPy's
+test_decomp_update.py: by property, with shapes as parameters.
+"""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from qrlab.backend import gpu_available
+from qrlab.cholesky import DEFAULT_BLOCK_SIZE, cholesky_downdate, cholesky_update
+
+# Each algorithm by name, with the keywords that select it.
+METHODS = {
+    "blocked": {"method": "blocked"},                     # Cholesky panels (default)
+    "blocked-householder": {"method": "blocked", "panel": "householder"},
+    "rotations-A": {"method": "rotations-A"},
+    "rotations-B": {"method": "rotations-B"},
+}
+DTYPES = (np.float32, np.float64)
+NS = (1, 2, 5, 33, 100, 257)
+KS = (1, 3, 16, 64, "n+7")          # "n+7": more columns than rows
+# rotations-A runs k n^2 / 2 scalar steps in Python (~0.6 us each): keep each call < ~1.5 s.
+ROTATIONS_A_BUDGET = 5e6
+
+
+def _k(k, n):
+    return n + 7 if k == "n+7" else k
+
+
+def make_problem(n, k, dtype, downdate, seed=0):
+    """Return R (upper, positive diagonal), V, A = R^T R and the target A +- V V^T.
+
+    A +- V V^T is well conditioned (eigenvalues in about [1, 7]): for a downdate A itself
+    is built as B + V V^T, as in seed 004's experiments. A and the target are float64,
+    formed from the rounded dtype inputs, so they are what the routine is asked to factor.
+    """
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n + 3, n))
+    B = X.T @ X / (n + 3) + np.eye(n)
+    V = rng.standard_normal((n, k)) / np.sqrt(k)
+    A = B + V @ V.T if downdate else B
+    R = np.linalg.cholesky(A).T.astype(dtype)
+    V = V.astype(dtype)
+    R64, V64 = R.astype(np.float64), V.astype(np.float64)
+    A64 = R64.T @ R64
+    target = A64 - V64 @ V64.T if downdate else A64 + V64 @ V64.T
+    return R, V, A64, target
+
+
+def check_factor(R1, A64, V, target, dtype):
+    """R1 is an upper triangular factor of target with positive diagonal, to working accuracy."""
+    n, k = V.shape
+    assert R1.dtype == dtype and R1.shape == (n, n)
+    assert np.all(np.tril(R1, -1) == 0), "nonzero below the diagonal"
+    assert np.all(np.diag(R1) > 0), "diagonal not positive"
+    assert np.all(np.isfinite(R1))
+    eps = np.finfo(dtype).eps
+    R1d = R1.astype(np.float64)
+    # Error bounds grow with n + k (each entry sees about n + k transformations); the
+    # constant 4 is about 8 times the worst ratio seen over the test grid.
+    # Backward error: R1^T R1 reproduces target to eps * (n + k) * (||A|| + ||V||^2).
+    scale = np.linalg.norm(A64) + np.linalg.norm(V.astype(np.float64)) ** 2
+    assert np.linalg.norm(R1d.T @ R1d - target) <= 4 * (n + k) * eps * scale
+    # Forward error: close to the recomputed factor, scaled by the condition number.
+    ref = np.linalg.cholesky(target).T
+    kappa = np.linalg.cond(target)
+    assert np.linalg.norm(R1d - ref) <= 4 * (n + k) * eps * kappa * np.linalg.norm(ref)
+
+
+def grid():
+    for n in NS:
+        for k in KS:
+            for method in METHODS:
+                if method == "rotations-A" and n * n * _k(k, n) > ROTATIONS_A_BUDGET:
+                    continue  # the same arithmetic as rotations-B: see test_orderings_agree
+                yield n, k, method
+
+
+# ----------------------------------------------------------------------- correctness
+
+@pytest.mark.parametrize("downdate", [False, True], ids=["update", "downdate"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("n, k, method", list(grid()))
+def test_against_recomputation(n, k, method, dtype, downdate):
+    k = _k(k, n)
+    R, V, A64, target = make_problem(n, k, dtype, downdate, seed=n * 1000 + k)
+    R1 = cholesky_update(R, V, downdate=downdate, **METHODS[method])
+    check_factor(R1, A64, V, target, dtype)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("n, k", [(1, 1), (5, 3), (33, 16), (100, 107)])
+def test_downdate_undoes_update(n, k, dtype, method):
+    R, V, A64, _ = make_problem(n, k, dtype, downdate=False, seed=7)
+    kw = METHODS[method]
+    R2 = cholesky_downdate(cholesky_update(R, V, **kw), V, **kw)
+    eps = np.finfo(dtype).eps
+    kappa = np.linalg.cond(A64)
+    bound = 4 * (n + k) * eps * kappa * np.linalg.norm(R)
+    assert np.linalg.norm(R2.astype(np.float64) - R) <= bound
+
+
+@pytest.mark.parametrize("downdate", [False, True])
+@pytest.mark.parametrize("n, k", [(5, 3), (33, 64), (70, 16)])
+def test_orderings_agree(n, k, downdate):
+    """CholeskyModifyA and B do the same arithmetic on each entry: identical results."""
+    R, V, _, _ = make_problem(n, k, np.float64, downdate, seed=3)
+    R_a = cholesky_update(R, V, downdate=downdate, method="rotations-A")
+    R_b = cholesky_update(R, V, downdate=downdate, method="rotations-B")
+    np.testing.assert_array_equal(R_a, R_b)
+
+
+@pytest.mark.parametrize("panel", ["cholesky", "householder"])
+@pytest.mark.parametrize("block_size", [1, 2, 7, 32, 33, 1000])
+def test_block_sizes(block_size, panel):
+    R, V, A64, target = make_problem(33, 5, np.float64, True, seed=11)
+    R1 = cholesky_downdate(R, V, block_size=block_size, panel=panel)
+    check_factor(R1, A64, V, target, np.float64)
+    np.testing.assert_allclose(R1, cholesky_downdate(R, V), rtol=0, atol=1e-13)
+
+
+class CountHouseholderPanels:
+    """Wraps qrlab.cholesky._householder_panel to count the column-by-column panels."""
+
+    def __init__(self, monkeypatch):
+        import qrlab.cholesky as mod
+        self.calls, self._inner = 0, mod._householder_panel
+        monkeypatch.setattr(mod, "_householder_panel", self)
+
+    def __call__(self, *args):
+        self.calls += 1
+        return self._inner(*args)
+
+
+@pytest.mark.parametrize("downdate", [False, True])
+def test_cholesky_panels_run_on_well_conditioned_problems(monkeypatch, downdate):
+    count = CountHouseholderPanels(monkeypatch)
+    R, V, A64, target = make_problem(100, 16, np.float64, downdate, seed=8)
+    check_factor(cholesky_update(R, V, downdate=downdate, block_size=16), A64, V, target,
+                 np.float64)
+    assert count.calls == 0
+
+
+def kahan(m, theta):
+    """Kahan's upper triangular matrix: condition number huge, Cholesky-friendly."""
+    s, c = np.sin(theta), np.cos(theta)
+    return np.diag(s ** np.arange(m)) @ (np.eye(m) - c * np.triu(np.ones((m, m)), 1))
+
+
+@pytest.mark.parametrize("downdate", [False, True])
+def test_ill_conditioned_panel_falls_back_to_householder(monkeypatch, downdate):
+    """A diagonal block with condition 1e11: the Gram matrix of that panel is numerically
+    singular, the check rejects the Cholesky panel and the Householder panel takes over."""
+    rng = np.random.default_rng(12)
+    n, k = 128, 16
+    R = np.eye(n)
+    R[:64, :64] = kahan(64, 1.2)
+    R[:64, 64:] = 0.01 * rng.standard_normal((64, 64))
+    # V = R^T Z with ||Z|| < 1: R^T R - V V^T = R^T (I - Z Z^T) R stays positive definite.
+    V = R.T @ (0.1 * rng.standard_normal((n, k)) / np.sqrt(n))
+    count = CountHouseholderPanels(monkeypatch)
+    R1 = cholesky_update(R, V, downdate=downdate)
+    assert count.calls >= 1
+    reference = cholesky_update(R, V, downdate=downdate, panel="householder")
+    target = R.T @ R + (-1 if downdate else 1) * V @ V.T
+    eps = np.finfo(np.float64).eps
+    for X in (R1, reference):
+        assert np.linalg.norm(X.T @ X - target) <= 4 * (n + k) * eps * np.linalg.norm(target)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_vector_is_one_column(method):
+    R, V, _, _ = make_problem(20, 1, np.float64, False, seed=5)
+    np.testing.assert_array_equal(cholesky_update(R, V[:, 0], **METHODS[method]),
+                                  cholesky_update(R, V, **METHODS[method]))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_row_signs_of_R_are_normalised(method):
+    """A = R^T R does not see row signs: a factor with negative diagonal entries works."""
+    R, V, _, _ = make_problem(20, 4, np.float64, True, seed=9)
+    signs = np.where(np.arange(20) % 3 == 0, -1.0, 1.0)
+    R_mixed = R * signs[:, None]
+    np.testing.assert_array_equal(cholesky_downdate(R_mixed, V, **METHODS[method]),
+                                  cholesky_downdate(R, V, **METHODS[method]))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_strict_lower_triangle_of_R_is_ignored(method):
+    R, V, _, _ = make_problem(20, 4, np.float64, False, seed=9)
+    R_garbage = R + np.tril(np.full_like(R, 7.0), -1)
+    np.testing.assert_array_equal(cholesky_update(R_garbage, V, **METHODS[method]),
+                                  cholesky_update(R, V, **METHODS[method]))
+
+
+# ----------------------------------------------------------------------- failing downdate
+
+def failing_problem(n, k, j, dtype, seed=0):
+    """R and V with R^T R - V V^T first failing at column j (0-based).
+
+    V[:, 0] = 1.5 R[j, :]^T gives A - V V^T = R^T (I - 2.25 e_j e_j^T) R minus more: as R
+    is upper triangular, R[j, :] is zero before column j, so the leading j x j block of
+    A - V V^T is A's (positive definite) and the leading (j+1) x (j+1) block is
+    indefinite. The other columns of V are zero above row j: they change nothing before j
+    and only make block j+1 more indefinite.
+    """
+    rng = np.random.default_rng(seed)
+    R, _, _, _ = make_problem(n, 1, dtype, False, seed=seed)
+    V = np.zeros((n, k), dtype)
+    V[:, 0] = 1.5 * R[j, :]
+    V[j:, 1:] = 0.1 * rng.standard_normal((n - j, k - 1))
+    return R, V
+
+
+@pytest.mark.parametrize("overwrite", [False, True], ids=["copy", "overwrite"])
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("n, k, j, block_size", [
+    (1, 1, 0, None), (5, 3, 0, None), (5, 3, 4, None), (33, 4, 20, 8),   # 20: third panel
+    (33, 40, 32, 8), (100, 16, 64, None), (100, 2, 63, None)])           # panel edges
+def test_failing_downdate_names_column_and_leaves_R(n, k, j, block_size, dtype, method,
+                                                     overwrite):
+    R, V = failing_problem(n, k, j, dtype)
+    R_saved, V_saved = R.copy(), V.copy()
+    with pytest.raises(np.linalg.LinAlgError, match=rf"column {j} \(0-based\)"):
+        cholesky_downdate(R, V, overwrite=overwrite, block_size=block_size, **METHODS[method])
+    assert R.tobytes() == R_saved.tobytes(), "R modified by a failing downdate"
+    assert V.tobytes() == V_saved.tobytes()
+
+
+def test_downdate_to_singular_fails():
+    """Removing exactly what A holds leaves a singular matrix: not positive definite."""
+    R = np.array([[2.0, 1.0], [0.0, 1.0]])
+    with pytest.raises(np.linalg.LinAlgError, match=r"column 0 \(0-based\)"):
+        cholesky_downdate(R, R[0])
+
+
+# ----------------------------------------------------------------------- inputs and outputs
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("downdate", [False, True])
+def test_inputs_unchanged_without_overwrite(method, downdate):
+    R, V, _, _ = make_problem(40, 3, np.float64, downdate, seed=2)
+    R = np.asfortranarray(R)          # V.T of a Fortran V is C-contiguous: no aliasing
+    V = np.asfortranarray(V)
+    R_saved, V_saved = R.copy(), V.copy()
+    R1 = cholesky_update(R, V, downdate=downdate, **METHODS[method])
+    assert R1 is not R and not np.shares_memory(R1, R)
+    assert R.tobytes() == R_saved.tobytes() and V.tobytes() == V_saved.tobytes()
+    v = V[:, 0].copy()
+    cholesky_update(R, v, downdate=downdate, **METHODS[method])
+    assert np.array_equal(v, V_saved[:, 0])
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("n, block_size", [(1, None), (40, None), (40, 7), (130, None)])
+def test_overwrite_reuses_R(method, n, block_size):
+    R, V, _, _ = make_problem(n, 3, np.float64, True, seed=4)
+    expected = cholesky_downdate(R, V, block_size=block_size, **METHODS[method])
+    V_saved = V.copy()
+    R_buf = R.copy()
+    R1 = cholesky_downdate(R_buf, V, overwrite=True, block_size=block_size, **METHODS[method])
+    assert R1 is R_buf
+    np.testing.assert_array_equal(R1, expected)
+    assert V.tobytes() == V_saved.tobytes()
+
+
+def _bad_inputs():
+    R, V, _, _ = make_problem(4, 2, np.float64, False)
+    R_nan = R.copy(); R_nan[0, 2] = np.nan
+    V_inf = V.copy(); V_inf[3, 1] = np.inf
+    R_zero = R.copy(); R_zero[2, 2] = 0.0
+    cases = [
+        # (R, V, kwargs, exception, message fragment)
+        (R[0], V, {}, ValueError, "square 2-D"),
+        (R[:, :3], V, {}, ValueError, "square 2-D"),
+        (np.zeros((0, 0)), np.zeros((0, 1)), {}, ValueError, "non-empty"),
+        (R[None], V, {}, ValueError, "square 2-D"),
+        (R, V[:3], {}, ValueError, "V must have shape"),
+        (R, V[:, :0], {}, ValueError, "k >= 1"),
+        (R, np.ones(5), {}, ValueError, "V must have shape"),
+        (R, V[None], {}, ValueError, "V must have shape"),
+        (R.astype(np.int64), V, {}, TypeError, "R has dtype int64"),
+        (R, V.astype(np.int32), {}, TypeError, "V has dtype int32"),
+        (R.astype(np.float16), V.astype(np.float16), {}, TypeError, "float16"),
+        (R.astype(np.complex128), V.astype(np.complex128), {}, TypeError, "complex"),
+        (R.astype(np.float32), V, {}, ValueError, "must have the same dtype"),
+        (R, V.astype(np.float32), {}, ValueError, "must have the same dtype"),
+        (R_nan, V, {}, ValueError, "R contains non-finite"),
+        (R, V_inf, {}, ValueError, "V contains non-finite"),
+        (R_zero, V, {}, np.linalg.LinAlgError, "zero on its diagonal at index 2"),
+        (R, V, {"method": "givens"}, ValueError, "method must be one of"),
+        (R, V, {"block_size": 0}, ValueError, "block_size"),
+        (R, V, {"block_size": 2.5}, ValueError, "block_size"),
+        (R, V, {"block_size": True}, ValueError, "block_size"),
+        (R, V, {"panel": "qr"}, ValueError, "panel must be one of"),
+    ]
+    return [pytest.param(*c, id=f"{c[3].__name__}-{c[4]}-{i}") for i, c in enumerate(cases)]
+
+
+@pytest.mark.parametrize("R, V, kwargs, exc, match", _bad_inputs())
+@pytest.mark.parametrize("downdate", [False, True])
+def test_bad_input_raises_before_any_work(R, V, kwargs, exc, match, downdate):
+    R_saved, V_saved = R.copy(), V.copy()
+    with pytest.raises(exc, match=match):
+        cholesky_update(R, V, downdate=downdate, overwrite=True, **kwargs)
+    assert R.tobytes() == R_saved.tobytes() and V.tobytes() == V_saved.tobytes()
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_nan_without_check_finite_is_not_silent(method):
+    R, V, _, _ = make_problem(10, 2, np.float64, False)
+    V[4, 1] = np.nan
+    with pytest.raises(np.linalg.LinAlgError, match=r"column 4 \(0-based\)"):
+        cholesky_update(R, V, check_finite=False, **METHODS[method])
+
+
+def test_downdate_keyword_is_rejected_by_cholesky_downdate():
+    R, V, _, _ = make_problem(3, 1, np.float64, True)
+    with pytest.raises(TypeError):
+        cholesky_downdate(R, V, downdate=False)
+
+
+def test_lists_are_accepted():
+    R1 = cholesky_update([[2.0, 1.0], [0.0, 3.0]], [1.0, 1.0])
+    assert isinstance(R1, np.ndarray)
+    np.testing.assert_allclose(R1.T @ R1, [[5.0, 3.0], [3.0, 11.0]])
+
+
+def test_default_block_size_is_documented():
+    assert DEFAULT_BLOCK_SIZE == 64
+    assert "64" in cholesky_update.__doc__
+
+
+# ----------------------------------------------------------------------- property-based
+
+@settings(max_examples=60)
+@given(n=st.integers(1, 40), k=st.integers(1, 12),
+       dtype=st.sampled_from(DTYPES), method=st.sampled_from(sorted(METHODS)),
+       downdate=st.booleans(), overwrite=st.booleans(),
+       block_size=st.one_of(st.none(), st.integers(1, 45)),
+       seed=st.integers(0, 2**32 - 1))
+def test_random_problems(n, k, dtype, method, downdate, overwrite, block_size, seed):
+    R, V, A64, target = make_problem(n, k, dtype, downdate, seed=seed)
+    R_in, V_saved = R.copy(), V.copy()
+    R1 = cholesky_update(R_in, V, downdate=downdate, overwrite=overwrite,
+                         block_size=block_size, **METHODS[method])
+    check_factor(R1, A64, V, target, dtype)
+    assert (R1 is R_in) == overwrite
+    assert V.tobytes() == V_saved.tobytes()
+    if not overwrite:
+        assert R_in.tobytes() == R.tobytes()
+
+
+# ----------------------------------------------------------------------- GPU (CuPy)
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="needs CuPy and a CUDA GPU")
+class TestCuPy:
+    """The same checks on CuPy arrays, compared with the NumPy path."""
+
+    @pytest.mark.parametrize("downdate", [False, True])
+    @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+    @pytest.mark.parametrize("n, k, method", [
+        (1, 1, "blocked"), (33, 3, "blocked"), (257, 16, "blocked"), (100, 107, "blocked"),
+        (130, 64, "blocked"), (70, 5, "blocked-householder"), (12, 3, "rotations-A"),
+        (20, 5, "rotations-B")])
+    def test_matches_numpy(self, n, k, method, dtype, downdate):
+        import cupy as cp
+        R, V, A64, target = make_problem(n, k, dtype, downdate, seed=n + k)
+        R_d, V_d = cp.asarray(R), cp.asarray(V)
+        R1_d = cholesky_update(R_d, V_d, downdate=downdate, **METHODS[method])
+        assert isinstance(R1_d, cp.ndarray)
+        R1 = cp.asnumpy(R1_d)
+        check_factor(R1, A64, V, target, dtype)
+        np.testing.assert_allclose(R1, cholesky_update(R, V, downdate=downdate,
+                                                       **METHODS[method]),
+                                   rtol=0, atol=50 * n * np.finfo(dtype).eps * np.abs(R1).max())
+        assert cp.asnumpy(R_d).tobytes() == R.tobytes()
+        assert cp.asnumpy(V_d).tobytes() == V.tobytes()
+
+    @pytest.mark.parametrize("overwrite", [False, True])
+    @pytest.mark.parametrize("method", ["blocked", "blocked-householder", "rotations-B"])
+    def test_failing_downdate(self, method, overwrite):
+        import cupy as cp
+        R, V = failing_problem(33, 4, 20, np.float64)
+        R_d = cp.asarray(R)
+        with pytest.raises(np.linalg.LinAlgError, match=r"column 20 \(0-based\)"):
+            cholesky_downdate(R_d, cp.asarray(V), overwrite=overwrite, block_size=8,
+                              **METHODS[method])
+        assert cp.asnumpy(R_d).tobytes() == R.tobytes()
+
+    def test_overwrite(self):
+        import cupy as cp
+        R, V, _, _ = make_problem(70, 5, np.float32, True, seed=1)
+        R_d = cp.asarray(R)
+        R1_d = cholesky_downdate(R_d, cp.asarray(V), overwrite=True, block_size=16)
+        assert R1_d is R_d
+        np.testing.assert_allclose(cp.asnumpy(R1_d), cholesky_downdate(R, V, block_size=16),
+                                   rtol=0, atol=1e-4)
+
+    def test_bad_inputs(self):
+        import cupy as cp
+        R, V, _, _ = make_problem(4, 2, np.float64, False)
+        with pytest.raises(TypeError, match="mix of NumPy and CuPy"):
+            cholesky_update(cp.asarray(R), V)
+        with pytest.raises(ValueError, match="same dtype"):
+            cholesky_update(cp.asarray(R), cp.asarray(V, dtype=cp.float32))
+        V_nan = cp.asarray(V)
+        V_nan[1, 1] = cp.nan
+        with pytest.raises(ValueError, match="non-finite"):
+            cholesky_update(cp.asarray(R), V_nan)
