@@ -5,6 +5,10 @@ WY ``T`` is one product and one triangular solve, :func:`qrlab.householder.wy_fa
 so the executor of :mod:`qrlab.executor` serves them on CuPy arrays unchanged.  Givens
 sweeps are what cost the papers O(m) launches; here they take three steps whatever ``m``:
 
+Householder panels get one kernel too, ``panel_qr`` (``qrlab/kernels/panel.cu``): the
+panel sits in shared memory while its ``nb`` dependent reflectors and their ``T`` are
+built, in one launch instead of cuSOLVER's several launches and host check.
+
 1. ``sweep_rotations`` (one thread block): every rotation of the pipelined sweeps,
    computed on the ``p`` driver lines in device memory, a block barrier between waves;
 2. ``accumulate_groups`` (one thread block per group of waves and 32 columns): the
@@ -24,18 +28,21 @@ from pathlib import Path
 import numpy as np
 
 from .executor import Executor
+from .householder import apply_wy_left, apply_wy_right
 from .stages import Sweeps
 
 __all__ = ["GpuExecutor", "kernels"]
 
-_SOURCE = Path(__file__).with_name("kernels") / "sweeps.cu"
+_SOURCES = [Path(__file__).with_name("kernels") / name for name in ("sweeps.cu", "panel.cu")]
+_SMEM_LIMIT = 200 * 1024            # dynamic shared memory a panel may use (H100: 227 KB)
 
 
 @functools.lru_cache(maxsize=None)
 def kernels():
     """The compiled module (compiled on first use, then cached by CuPy on disk)."""
     import cupy as cp
-    return cp.RawModule(code=_SOURCE.read_text(), options=("-std=c++17",))
+    return cp.RawModule(code="\n".join(p.read_text() for p in _SOURCES),
+                        options=("-std=c++17",))
 
 
 def wave_rows(op: Sweeps):
@@ -60,9 +67,37 @@ def wave_rows(op: Sweeps):
 
 
 class GpuExecutor(Executor):
-    """Executor for CuPy arrays: fused kernels for Givens sweeps (real dtypes)."""
+    """Executor for CuPy arrays: fused kernels for Givens sweeps and Householder panels
+    (real dtypes)."""
 
     threads = 1024
+
+    def reflect(self, op, Q, R):
+        import cupy as cp
+
+        h, w = op.height, op.width
+        smem = (h * w + 34) * R.dtype.itemsize
+        if (R.dtype.kind == "c" or R.dtype.itemsize not in (4, 8) or h < w
+                or smem > _SMEM_LIMIT):
+            return super().reflect(op, Q, R)
+        rows = (cp.asarray(op.row_list()) if len(op.rows) > 1
+                else slice(op.rows[0][0], op.rows[0][1]))
+        c0, c1 = op.cols
+        P = cp.ascontiguousarray(R[rows, c0:c1])
+        tau = cp.empty(w, dtype=R.dtype)
+        T = cp.empty((w, w), dtype=R.dtype)
+        fn = kernels().get_function("panel_qr_" + ("f32" if R.dtype.itemsize == 4 else "f64"))
+        fn.max_dynamic_shared_size_bytes = smem
+        fn((1,), (self.threads,), (P, np.int32(h), np.int32(w), tau, T), shared_mem=smem)
+        V = cp.tril(P, -1)
+        V[cp.arange(w), cp.arange(w)] = 1
+        P = cp.triu(P)
+        P[w:] = 0
+        R[rows, c0:c1] = P
+        if c1 < R.shape[1]:
+            R[rows, c1:] = apply_wy_left(V, T, R[rows, c1:])
+        if Q is not None:
+            Q[:, rows] = apply_wy_right(Q[:, rows], V, T)
 
     def sweeps(self, op: Sweeps, Q, R):
         if self.method == "paper" or R.dtype.kind == "c" or R.dtype.itemsize not in (4, 8):

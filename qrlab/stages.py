@@ -157,7 +157,8 @@ def default_block(p: int) -> int:
 def _band_panels(first: int, last: int, band: int, nrows: int, nb: int, what: str):
     """Householder panels that reduce columns ``first:last`` of a matrix with ``band``
     nonzero subdiagonals (removing columns, the rank-p update): panel ``c0:c1`` spans
-    rows ``c0 : c1 + band`` -- the papers' (p + nb + 1)-row panels (001 Fig. 3)."""
+    rows ``c0 : c1 + band``, the ``p + nb`` rows that hold nonzeros (001 writes
+    ``(p + nb + 1) x nb`` blocks, 000 ``(p + nb) x nb``; Fig. 3)."""
     last = min(last, nrows - 1)     # the last row has nothing below it to remove
     stages = []
     for b, c0 in enumerate(range(first, last, nb)):
@@ -202,7 +203,7 @@ def plan_insert_cols(nrows: int, n: int, k: int, p: int) -> Plan:
     bottoms = tuple(min(n_r + s + 1, nrows) for s in range(p)) if below else (nrows,) * p
     sweeps = Sweeps("R", (k, k + p), tuple(k + s for s in range(p)), bottoms, (k + p, None))
     if sweeps.count:
-        stages.append(Stage(f"Stage {len(stages) + 1}: Givens sweeps up the {p} new columns",
+        stages.append(Stage(f"Stage {len(stages) + 1}: Givens sweeps up the {p} new column{'s' * (p > 1)}",
                             (sweeps,)))
     return Plan("insert_cols", (nrows, n + p), tuple(stages))
 
@@ -229,7 +230,7 @@ def plan_insert_rows(nrows: int, n: int, p: int, nb: int | None = None) -> Plan:
         if len(rows) == 2 and rows[0][1] == rows[1][0]:
             rows = ((rows[0][0], rows[1][1]),)
         stages.append(Stage(f"Add rows block {b + 1}: Householder on columns {c0}-{c1 - 1} "
-                            f"and the {p} new rows", (Reflect(rows, (c0, c1)),)))
+                            f"and the {p} new row{'s' * (p > 1)}", (Reflect(rows, (c0, c1)),)))
     return Plan("insert_rows", (nrows + p, n), tuple(stages))
 
 
@@ -245,7 +246,7 @@ def plan_delete_rows(nrows_q: int, n: int, p: int) -> Plan:
     """
     sweeps = Sweeps("Q", (0, p), tuple(range(p)), (nrows_q,) * p, (0, None))
     return Plan("delete_rows", (nrows_q, n),
-                (Stage(f"Remove rows: Givens sweeps along the {p} rows of Q to remove",
+                (Stage(f"Remove rows: Givens sweeps along the {p} row{'s' * (p > 1)} of Q to remove",
                        (sweeps,)),))
 
 

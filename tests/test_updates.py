@@ -428,7 +428,8 @@ def test_cupy_matches_numpy(dtype, mode, method):
         assert isinstance(Qg, cp.ndarray) and isinstance(Rg, cp.ndarray)
         check_factors(Qg.get(), Rg.get(), A1, mode)
         Qn, Rn = f(Q, R, *args, method=method)
-        np.testing.assert_allclose(Rg.get(), Rn, atol=tol(dtype, m, n) * np.abs(Rn).max())
+        # rows of R may differ in sign (an economic Q's new directions come from an SVD)
+        np.testing.assert_allclose(abs(Rg.get()), abs(Rn), atol=tol(dtype, m, n) * np.abs(Rn).max())
     # Q-less paths
     Rg = qr_insert(None, cp.asarray(R), cp.asarray(Ur), 0, "row")
     check_factors(None, Rg.get(), np.vstack([Ur, A]))

@@ -1,0 +1,119 @@
+// Householder QR of one panel in shared memory, with its compact WY factor T.
+//
+// The updates reduce narrow panels (p + nb rows, nb columns) thousands of columns apart
+// only in matrix products; what remains sequential is the panel itself, a chain of nb
+// dependent reflectors.  cuSOLVER's geqrf spends several launches and a host check per
+// panel; here one block keeps the panel in shared memory and builds every reflector and
+// T in one launch.
+//
+// P: h x w, row-major, overwritten LAPACK-style: R on and above the diagonal, the
+// reflector vectors (unit diagonal implied) below.  tau: w.  Tm: w x w row-major, upper
+// triangular, with H_1 ... H_w = I - V Tm V^T.  Requires h >= w.
+
+template <typename T>
+__device__ T block_sum(T x, T* red)
+{
+    for (int o = 16; o > 0; o >>= 1) x += __shfl_down_sync(0xffffffffu, x, o);
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    __syncthreads();
+    if (lane == 0) red[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+        x = lane < (blockDim.x >> 5) ? red[lane] : T(0);
+        for (int o = 16; o > 0; o >>= 1) x += __shfl_down_sync(0xffffffffu, x, o);
+        if (lane == 0) red[0] = x;
+    }
+    __syncthreads();
+    return red[0];
+}
+
+template <typename T>
+__device__ void panel_qr(T* P, int h, int w, T* tau, T* Tm)
+{
+    extern __shared__ unsigned char smem_raw[];
+    T* S = reinterpret_cast<T*>(smem_raw);      // column-major h x w
+    T* red = S + (size_t)h * w;                  // 32 partial sums
+    T* bc = red + 32;                            // broadcast: scale, tau
+    int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5;
+    int nwarps = nt >> 5;
+    for (int idx = tid; idx < h * w; idx += nt) {
+        int i = idx / w, c = idx - i * w;
+        S[(size_t)c * h + i] = P[idx];
+    }
+    __syncthreads();
+    for (int j = 0; j < w; ++j) {
+        T* col = S + (size_t)j * h;
+        T part = 0;
+        for (int i = j + 1 + tid; i < h; i += nt) part += col[i] * col[i];
+        T sigma = block_sum<T>(part, red);
+        if (tid == 0) {
+            T alpha = col[j], t = 0, scale = 0;
+            if (sigma != T(0)) {
+                T norm = sqrt(alpha * alpha + sigma);
+                T beta = alpha >= T(0) ? -norm : norm;
+                t = (beta - alpha) / beta;
+                scale = T(1) / (alpha - beta);
+                col[j] = beta;
+            }
+            bc[0] = scale; bc[1] = t;
+            tau[j] = t;
+        }
+        __syncthreads();
+        T scale = bc[0], t = bc[1];
+        if (t == T(0)) continue;                 // already a multiple of e_j: H = I
+        for (int i = j + 1 + tid; i < h; i += nt) col[i] *= scale;
+        __syncthreads();
+        // trailing columns of the panel: one warp per column
+        for (int c = j + 1 + warp; c < w; c += nwarps) {
+            T* cc = S + (size_t)c * h;
+            T d = 0;
+            for (int i = j + 1 + lane; i < h; i += 32) d += col[i] * cc[i];
+            for (int o = 16; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
+            d = t * (d + cc[j]);
+            if (lane == 0) cc[j] -= d;
+            for (int i = j + 1 + lane; i < h; i += 32) cc[i] -= d * col[i];
+        }
+        __syncthreads();
+    }
+    // back to P
+    for (int idx = tid; idx < h * w; idx += nt) {
+        int i = idx / w, c = idx - i * w;
+        P[idx] = S[(size_t)c * h + i];
+    }
+    // G = V^T V (strictly upper part needed), into Tm as scratch; V has unit diagonal
+    for (int e = warp; e < w * w; e += nwarps) {
+        int a = e / w, b = e - a * w;
+        if (a >= b) { if (lane == 0) Tm[e] = 0; continue; }
+        const T* va = S + (size_t)a * h;
+        const T* vb = S + (size_t)b * h;
+        T d = 0;
+        for (int i = b + 1 + lane; i < h; i += 32) d += va[i] * vb[i];
+        for (int o = 16; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
+        if (lane == 0) Tm[e] = d + va[b];        // v_a[b] * 1 (v_b's unit entry)
+    }
+    __syncthreads();
+    // T by LAPACK's larft recurrence, one column at a time; rows of a column in parallel
+    T* g = red;                                  // reuse: holds G[:i, i] (w <= 32 * ...)
+    for (int i = 0; i < w; ++i) {
+        T ti = tau[i];
+        // x = Tm[:i, :i] @ G[:i, i], with G[:i, i] read before Tm's column i is written
+        __syncthreads();
+        for (int r = tid; r < i; r += nt) {
+            T acc = 0;
+            for (int q = r; q < i; ++q) acc += Tm[(size_t)r * w + q] * Tm[(size_t)q * w + i];
+            S[r] = -ti * acc;                    // S is free now: scratch
+        }
+        __syncthreads();
+        for (int r = tid; r < i; r += nt) Tm[(size_t)r * w + i] = S[r];
+        if (tid == 0) Tm[(size_t)i * w + i] = ti;
+        for (int r = i + 1 + tid; r < w; r += nt) Tm[(size_t)r * w + i] = 0;
+    }
+    (void)g;
+}
+
+extern "C" {
+__global__ void panel_qr_f32(float* P, int h, int w, float* tau, float* Tm)
+{ panel_qr<float>(P, h, w, tau, Tm); }
+__global__ void panel_qr_f64(double* P, int h, int w, double* tau, double* Tm)
+{ panel_qr<double>(P, h, w, tau, Tm); }
+}
