@@ -21,7 +21,7 @@ from __future__ import annotations
 from .backend import array_module
 from .givens import givens, rotate_rows
 from .householder import apply_wy_left, apply_wy_right, panel_qr, wy_factor
-from .stages import AddProduct, Plan, Reflect, Sweeps
+from .stages import AddProduct, Plan, Reflect, Sweeps, default_block
 
 __all__ = ["Executor", "METHODS"]
 
@@ -47,6 +47,12 @@ class Executor:
             raise ValueError(f"method must be one of {METHODS}, not {method!r}")
         self.method = method
         self.wave_block = wave_block
+
+    def panel_width(self, p: int, dtype) -> int:
+        """Columns per Householder panel for a block of ``p`` (see
+        :func:`qrlab.stages.default_block`)."""
+        del dtype
+        return default_block(p)
 
     # -- driver -------------------------------------------------------------------
     def run(self, plan: Plan, Q, R, operands=None):

@@ -72,6 +72,15 @@ class GpuExecutor(Executor):
 
     threads = 1024
 
+    def panel_width(self, p, dtype):
+        """The widest panel (up to 128 columns, at least 8) whose ``(p + nb) x nb`` block
+        fits the shared memory of :func:`panel_qr`; wider panels mean fewer launches."""
+        size = np.dtype(dtype).itemsize
+        nb = 128
+        while nb > 8 and (p + nb) * nb * size > _SMEM_LIMIT:
+            nb //= 2
+        return nb
+
     def reflect(self, op, Q, R):
         import cupy as cp
 

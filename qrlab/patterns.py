@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import updates
-from .stages import AddProduct, Plan, Reflect, Sweeps
+from .stages import AddProduct, Plan, Reflect, Sweeps, default_block
 
 __all__ = ["ZERO", "NONZERO", "ZEROED", "FILL", "SYMBOLS", "KINDS", "Frame",
            "PatternExecutor", "trace", "limits", "describe"]
@@ -160,6 +160,10 @@ class PatternExecutor:
            [0, 0, 0],
            [0, 0, 0]])
     """
+
+    def panel_width(self, p: int, dtype) -> int:
+        """The numeric executor's default, so patterns show the panels it runs."""
+        return default_block(p)
 
     def __init__(self, detail: bool = False):
         self.detail = detail

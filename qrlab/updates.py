@@ -167,6 +167,7 @@ def _delete_cols(Q, R, k, p, mode, executor, nc=0, nb=None):
     n = R.shape[1] - nc
     R_w = xp.concatenate([R[:, :k], R[:, k + p:]], axis=1)
     Q_w = None if Q is None else Q.copy()
+    nb = nb or executor.panel_width(p, R.dtype)
     executor.run(stages.plan_delete_cols(R.shape[0], n, k, p, nb), Q_w, R_w)
     n_new = n - p
     if mode == "thin" or (mode == "none" and R.shape[0] == n):
@@ -212,6 +213,7 @@ def _insert_rows(Q, R, U, k, mode, executor, nb=None):
         Q_w = xp.zeros((m + p, w + p), dtype=Q.dtype)
         Q_w[:m, :w] = Q
         Q_w[m:, w:] = xp.eye(p, dtype=Q.dtype)
+    nb = nb or executor.panel_width(p, R.dtype)
     executor.run(stages.plan_insert_rows(m_r, n, p, nb), Q_w, R_w)
     if Q_w is not None:
         m = Q.shape[0]
@@ -257,6 +259,7 @@ def _rank_update(Q, R, U, V, mode, executor, nb=None):
         top = xp.concatenate([R, C], axis=1)
         bottom = xp.concatenate([xp.zeros((q, n), dtype=R.dtype), Ry], axis=1)
         R_w = xp.concatenate([top, bottom], axis=0)
+    nb = nb or executor.panel_width(p, R.dtype)
     executor.run(stages.plan_rank_update(R_w.shape[0], n, p, nb), Q_w, R_w, {"V": V})
     if mode == "thin":
         return Q_w[:, :n], R_w[:n, :n]
