@@ -71,6 +71,8 @@ class GpuExecutor(Executor):
     (real dtypes)."""
 
     threads = 1024
+    #: force the global-memory sweep kernel (for comparing it with the windowed one)
+    global_sweeps = False
 
     def panel_width(self, p, dtype):
         """The widest panel (up to 128 columns, at least 8) whose ``(p + nb) x nb`` block
@@ -132,9 +134,14 @@ class GpuExecutor(Executor):
         C = cp.empty((nwaves, p), dtype=dt)
         S = cp.empty((nwaves, p), dtype=dt)
         smem = p * (2 * dt.itemsize + 8)
-        mod.get_function(f"sweep_rotations_{suffix}")(
-            (1,), (self.threads,), (D, np.int32(p), tops, bottoms, np.int32(B),
-                                    np.int32(nwaves), C, S), shared_mem=smem)
+        window = (2 * p + 8) * p * dt.itemsize
+        name = "sweep_rotations"
+        if smem + window <= _SMEM_LIMIT and not self.global_sweeps:
+            name, smem = "sweep_rotations_window", smem + window
+        fn = mod.get_function(f"{name}_{suffix}")
+        fn.max_dynamic_shared_size_bytes = smem
+        fn((1,), (self.threads,), (D, np.int32(p), tops, bottoms, np.int32(B),
+                                   np.int32(nwaves), C, S), shared_mem=smem)
         if op.driver == "R":
             R[:, l0:l1] = D
             q_rows = slice(None)

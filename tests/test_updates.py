@@ -406,9 +406,14 @@ def test_least_squares_bad_input():
 @pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("mode", ["full", "thin"])
-@pytest.mark.parametrize("method", ["blocked", "paper"])
-def test_cupy_matches_numpy(dtype, mode, method):
+@pytest.mark.parametrize("method", ["blocked", "paper", "global-sweeps"])
+def test_cupy_matches_numpy(dtype, mode, method, monkeypatch):
     import cupy as cp
+
+    from qrlab.gpu import GpuExecutor
+    if method == "global-sweeps":        # the sweep kernel for blocks too wide for a window
+        monkeypatch.setattr(GpuExecutor, "global_sweeps", True)
+        method = "blocked"
     rng = np.random.default_rng(18)
     m, n, p = 300, 120, 7
     A = rng.standard_normal((m, n)).astype(dtype)
