@@ -3,10 +3,12 @@
 On a GPU (CuPy), for each dtype, n and k, with device-resident data and CUDA events:
 
 * t_update, t_downdate: ``qrlab.cholesky_update`` (blocked method) on R and V;
+* t_update_householder: the same with ``panel='householder'`` (column-by-column panels),
+  for n <= --householder-max-n;
 * t_recompute_incl: ``A_new = A +- V V^T`` and ``cupy.linalg.cholesky(A_new)``;
 * t_recompute_excl: ``cupy.linalg.cholesky(A_new)`` alone (A_new formed beforehand);
 * host baselines for n <= --cpu-max-n: SciPy's ``scipy.linalg.cholesky(A_new)`` (forming
-  A_new included) and qrlab's blocked update on NumPy;
+  A_new included) and qrlab's blocked update on NumPy (NumPy's default block size);
 * the floor ``max(bytes / copy bandwidth, flops / GEMM rate)``, both rates measured in the
   same run, and t_update / floor. Bytes: R's upper triangle read once and written once,
   and W = V^T (k x trailing columns) read and written once per panel; flops
@@ -60,6 +62,8 @@ def parse_args(argv=None):
                    help=f"panel width of the blocked method (default {DEFAULT_BLOCK_SIZE})")
     p.add_argument("--cpu-max-n", type=int, default=5000,
                    help="largest n for the host baselines on a GPU run (default 5000)")
+    p.add_argument("--householder-max-n", type=int, default=2000,
+                   help="largest n for timing panel='householder' (default 2000)")
     p.add_argument("--out", type=Path, required=True, help="JSON file to write")
     args = p.parse_args(argv)
     args.n = args.n or (SMALL_N if args.small else GPU_N)
@@ -144,7 +148,7 @@ def run_case(xp, clock, dtype, n, ks, args, rng, rates):
     A = X.T @ X / n + xp.eye(n, dtype=dtype)   # eigenvalues >= 1
     del X
     R = xp.ascontiguousarray(xp.linalg.cholesky(A).T)
-    b = min(n, args.block_size or DEFAULT_BLOCK_SIZE)
+    b = min(n, args.block_size or DEFAULT_BLOCK_SIZE[xp.__name__])
     results = []
     for k in ks:
         def fresh_v():
@@ -164,6 +168,11 @@ def run_case(xp, clock, dtype, n, ks, args, rng, rates):
         res["t_downdate_ms"], res["t_downdate_all"] = median_ms(
             clock, lambda: (R, fresh_v()),
             lambda R_, V: cholesky_update(R_, V, downdate=True, block_size=b), args.reps)
+        if n <= args.householder_max_n:
+            res["t_update_householder_ms"], _ = median_ms(
+                clock, lambda: (R, fresh_v()),
+                lambda R_, V: cholesky_update(R_, V, block_size=b, panel="householder"),
+                args.reps)
         res["t_recompute_incl_ms"], _ = median_ms(
             clock, lambda: (fresh_v(),), lambda V: xp.linalg.cholesky(A + V @ V.T), args.reps)
         res["t_recompute_excl_ms"], _ = median_ms(
@@ -177,7 +186,9 @@ def run_case(xp, clock, dtype, n, ks, args, rng, rates):
         res["recompute_incl_over_update"] = res["t_recompute_incl_ms"] / res["t_update_ms"]
 
         if xp is not np and n <= args.cpu_max_n:
-            res.update(host_baselines(R, A, fresh_v, b, args.reps))
+            b_host = min(n, args.block_size or DEFAULT_BLOCK_SIZE["numpy"])
+            res["cpu_block_size"] = b_host
+            res.update(host_baselines(R, A, fresh_v, b_host, args.reps))
         results.append(res)
         print(table_row(res), flush=True)
     return results
@@ -201,6 +212,7 @@ def host_baselines(R, A, fresh_v, b, reps):
 
 COLUMNS = [("dtype", "dtype", "{}"), ("n", "n", "{}"), ("k", "k", "{}"),
            ("update ms", "t_update_ms", "{:.3g}"), ("downdate ms", "t_downdate_ms", "{:.3g}"),
+           ("update ms, householder panel", "t_update_householder_ms", "{:.3g}"),
            ("recompute incl ms", "t_recompute_incl_ms", "{:.3g}"),
            ("recompute excl ms", "t_recompute_excl_ms", "{:.3g}"),
            ("floor ms", "floor_ms", "{:.3g}"), ("update/floor", "update_over_floor", "{:.3g}"),
@@ -242,17 +254,17 @@ def main(argv=None):
     print(f"device: {device}")
     print("rates: " + ", ".join(f"{key} {val:.3g}" for key, val in rates.items()))
     print(table_header(), flush=True)
-    results = []
-    for name in args.dtypes:
-        for n in args.n:
-            results += run_case(xp, clock, np.dtype(name).type, n, args.k, args, rng, rates)
     report = {"command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]),
               "device": device, "rates": rates, "reps": args.reps,
               "timer": "perf_counter" if args.cpu else "CUDA events",
-              "results": results}
+              "results": []}
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=1))
-    print(f"wrote {args.out}")
+    for name in args.dtypes:
+        for n in args.n:
+            report["results"] += run_case(xp, clock, np.dtype(name).type, n, args.k, args,
+                                          rng, rates)
+            args.out.write_text(json.dumps(report, indent=1))   # after each n: a cut-off
+    print(f"wrote {args.out}")                                  # run keeps what it did
 
 
 if __name__ == "__main__":

@@ -26,8 +26,10 @@ from .backend import array_module, to_numpy
 
 __all__ = ["cholesky_update", "cholesky_downdate", "DEFAULT_BLOCK_SIZE"]
 
-#: Panel width of ``method='blocked'`` when ``block_size`` is not given (see Notes).
-DEFAULT_BLOCK_SIZE = 64
+#: Panel width of ``method='blocked'`` when ``block_size`` is not given, by array module:
+#: narrow on a CPU, where the extra ``b n^2`` flops of wide panels cost time; wide on a
+#: GPU, where the time goes into the fixed cost of each panel's small operations (Notes).
+DEFAULT_BLOCK_SIZE = {"numpy": 64, "cupy": 256}
 
 _METHODS = ("blocked", "rotations-A", "rotations-B")
 _PANELS = ("cholesky", "householder")
@@ -68,8 +70,9 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
         (seed 004, Algorithm 1), hyperbolic rotations in Python loops, for teaching and
         small n. Default ``'blocked'``.
     block_size : int, optional
-        Panel width of the blocked method. Default ``min(n, DEFAULT_BLOCK_SIZE)``
-        (64). Ignored by the rotation methods.
+        Panel width of the blocked method. Default ``min(n, 64)`` for NumPy arrays and
+        ``min(n, 256)`` for CuPy arrays (``DEFAULT_BLOCK_SIZE``, see Notes). Ignored by
+        the rotation methods.
     panel : {'cholesky', 'householder'}, optional
         How the blocked method factors each panel (the results agree to rounding):
         ``'cholesky'`` (default) by one Cholesky factorization of the panel's b x b
@@ -107,7 +110,7 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
 
     Notes
     -----
-    **The problem as a QR factorization.** ``R1^T R1 = R^T R + s V^T V`` with ``s = +1``
+    **The problem as a QR factorization.** ``R1^T R1 = R^T R + s V V^T`` with ``s = +1``
     (update) or ``s = -1`` (downdate) says that ``R1`` is the triangular factor of the
     ``(n + k) x n`` matrix ``M = [R; V^T]`` under the signature ``J = diag(I_n, s I_k)``:
     find ``H`` with ``H^T J H = J`` and ``H M = [R1; 0]``. For an update ``J = I`` and ``H``
@@ -159,8 +162,10 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
     panel. Summed over ``n / b`` panels: ``(2 k + b) n^2`` flops, against ``3 k n^2`` for
     the rotations and ``k n^2 + n^3 / 3`` for forming ``A +- V V^T`` and factoring it again.
     Bytes moved: ``R`` once in and once out (``n^2`` items), ``W`` in and out once per
-    panel (about ``k n^2 / b`` items). The default ``block_size = 64`` keeps the extra
-    ``b n^2`` flops of ``T`` modest on a CPU; wider panels mean fewer, larger operations.
+    panel (about ``k n^2 / b`` items). The default block size is 64 for NumPy, where the
+    extra ``b n^2`` flops of ``T`` cost time, and 256 for CuPy, where the fixed cost of
+    each panel's operations dominates (on an H100, 256 ran 3 to 4 times faster than 64;
+    512 was no faster).
 
     **Why blocking matters on a GPU, and what still limits it.** The rotation algorithms
     apply ``k n^2 / 2`` dependent 2 x 2 transformations; as array operations that is a
@@ -168,14 +173,19 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
     Walder's GPU code (seed 004) therefore fuses them into a few kernels per panel. The
     blocked method gets part of that with stock library calls: a handful of GEMMs per
     panel. Its time on a GPU is still set by the number of array operations, not by the
-    bytes of ``R``: on an H100 with CuPy each small operation costs 10 to 40 us of host
+    bytes of ``R``. On an H100 with CuPy each small operation costs 10 to 40 us of host
     time and a small cuSOLVER call 60 to 800 us, so the column-by-column panel spends
-    about 0.5 ms per column and the Cholesky panel about 2 ms per panel (measured with
-    ``block_size=64`` up to ``n = 20000``), while the bytes of ``R`` at ``n = 20000``
-    take about 2 ms in all. cuSOLVER refactoring ``A +- V V^T`` was faster at every size
-    measured there (about 115 ms at ``n = 20000``, float64). A fused panel kernel (one
-    launch per panel, as in seed 004) is the way to the bandwidth floor;
-    ``benchmarks/cholesky_bench.py`` measures all of this.
+    about 0.5 ms per column and the Cholesky panel 2 to 4 ms per panel. Measured
+    (``benchmarks/cholesky_bench.py``, float64, k = 16): at ``n = 20000`` about 180 ms
+    per update with 256-wide panels, 600 ms with 64-wide ones, against 115 ms for
+    cuSOLVER to form and refactor ``A +- V V^T`` and a bandwidth floor of about 2 ms; at
+    ``n = 5000``, 45 ms against 8 ms. So on a GPU, refactoring wins up to at least
+    ``n = 20000``, and the update only pays off beyond that (the O(n^3) refactorization
+    grows faster). On that machine's 16 CPU cores, the NumPy path and
+    ``scipy.linalg.cholesky`` of the modified matrix took similar times for ``n = 1000``
+    to 5000 and ``k <= 64`` (``n = 5000, k = 16``: 119 against 206 ms in float32), the
+    update gaining as ``n`` grows. A fused panel kernel (one launch per panel, as in
+    seed 004) is the way to the bandwidth floor.
 
     **Rotation methods (seed 004, Algorithm 1).** ``Compute`` turns ``(R[i, i], V[i, p])``
     into ``w = sqrt(R[i, i]^2 + s V[i, p]^2)``, ``c = w / R[i, i]``,
@@ -245,7 +255,7 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
     s = -1 if downdate else 1
 
     if method == "blocked":
-        nb = min(n, DEFAULT_BLOCK_SIZE if block_size is None else int(block_size))
+        nb = min(n, DEFAULT_BLOCK_SIZE[xp.__name__] if block_size is None else int(block_size))
         W = V2.T.copy()                         # private working copy, k x n (C order)
         if overwrite:
             _blocked(R, W, s, nb, panel, out=R, staged=True)

@@ -333,8 +333,9 @@ def test_lists_are_accepted():
 
 
 def test_default_block_size_is_documented():
-    assert DEFAULT_BLOCK_SIZE == 64
-    assert "64" in cholesky_update.__doc__
+    assert DEFAULT_BLOCK_SIZE == {"numpy": 64, "cupy": 256}
+    assert "min(n, 64)" in cholesky_update.__doc__
+    assert "min(n, 256)" in cholesky_update.__doc__
 
 
 # ----------------------------------------------------------------------- property-based
