@@ -182,26 +182,17 @@ def gels(xp, A, b):
     tau = xp.empty(n, dtype=A.dtype)
     info = xp.empty(1, dtype=np.int32)
     h = device.get_cusolver_handle()
-    if A.dtype == np.float32:
-        size = cusolver.sgeqrf_bufferSize(h, m, n, a.data.ptr, m)
-        work = xp.empty(size, dtype=A.dtype)
-        cusolver.sgeqrf(h, m, n, a.data.ptr, m, tau.data.ptr, work.data.ptr, size,
-                        info.data.ptr)
-        size = cusolver.sormqr_bufferSize(h, cublas.CUBLAS_SIDE_LEFT, cublas.CUBLAS_OP_T, m, 1,
-                                          n, a.data.ptr, m, tau.data.ptr, c.data.ptr, m)
-        work = xp.empty(size, dtype=A.dtype)
-        cusolver.sormqr(h, cublas.CUBLAS_SIDE_LEFT, cublas.CUBLAS_OP_T, m, 1, n, a.data.ptr,
-                        m, tau.data.ptr, c.data.ptr, m, work.data.ptr, size, info.data.ptr)
-    else:
-        size = cusolver.dgeqrf_bufferSize(h, m, n, a.data.ptr, m)
-        work = xp.empty(size, dtype=A.dtype)
-        cusolver.dgeqrf(h, m, n, a.data.ptr, m, tau.data.ptr, work.data.ptr, size,
-                        info.data.ptr)
-        size = cusolver.dormqr_bufferSize(h, cublas.CUBLAS_SIDE_LEFT, cublas.CUBLAS_OP_T, m, 1,
-                                          n, a.data.ptr, m, tau.data.ptr, c.data.ptr, m)
-        work = xp.empty(size, dtype=A.dtype)
-        cusolver.dormqr(h, cublas.CUBLAS_SIDE_LEFT, cublas.CUBLAS_OP_T, m, 1, n, a.data.ptr,
-                        m, tau.data.ptr, c.data.ptr, m, work.data.ptr, size, info.data.ptr)
+    x = "s" if A.dtype == np.float32 else "d"      # cuSOLVER's single/double entry points
+    geqrf, ormqr = getattr(cusolver, x + "geqrf"), getattr(cusolver, x + "ormqr")
+    size = getattr(cusolver, x + "geqrf_bufferSize")(h, m, n, a.data.ptr, m)
+    work = xp.empty(size, dtype=A.dtype)
+    geqrf(h, m, n, a.data.ptr, m, tau.data.ptr, work.data.ptr, size, info.data.ptr)
+    side, trans = cublas.CUBLAS_SIDE_LEFT, cublas.CUBLAS_OP_T
+    size = getattr(cusolver, x + "ormqr_bufferSize")(h, side, trans, m, 1, n, a.data.ptr, m,
+                                                     tau.data.ptr, c.data.ptr, m)
+    work = xp.empty(size, dtype=A.dtype)
+    ormqr(h, side, trans, m, 1, n, a.data.ptr, m, tau.data.ptr, c.data.ptr, m, work.data.ptr,
+          size, info.data.ptr)
     return solve_triangular(xp.triu(a[:n, :n]), c[:n, 0])
 
 

@@ -15,123 +15,83 @@ template <> __device__ __forceinline__ double qr_hypot<double>(double a, double 
 
 // One block computes all rotations: waves depend on each other, a block barrier orders
 // them.  C, S: nwaves x p; an inactive slot gets the identity (c = 1, s = 0).
-template <typename T>
-__device__ void sweep_rotations(T* D, int p, const int* tops, const int* bottoms, int B,
-                                int nwaves, T* C, T* S)
-{
-    extern __shared__ unsigned char smem_raw[];
-    T* sc = reinterpret_cast<T*>(smem_raw);
-    T* ss = sc + p;
-    int* srow = reinterpret_cast<int*>(ss + p);
-    int* act = srow + p;                 // the sweeps active in this wave, any order
-    __shared__ int nact;
-    for (int t = 0; t < nwaves; ++t) {
-        if (threadIdx.x == 0) nact = 0;
-        __syncthreads();
-        for (int s = threadIdx.x; s < p; s += blockDim.x) {
-            int i = B - t + 2 * s;
-            T c = 1, sn = 0;
-            int row = -1;
-            if (i > tops[s] && i < bottoms[s]) {
-                T a = D[(size_t)(i - 1) * p + s], b = D[(size_t)i * p + s];
-                T r = qr_hypot<T>(a, b);
-                if (r != T(0)) {
-                    c = fabs(a) / r;
-                    sn = (a < T(0) ? -b : b) / r;
-                }
-                row = i;
-                act[atomicAdd(&nact, 1)] = s;
-            }
-            sc[s] = c; ss[s] = sn; srow[s] = row;
-            C[(size_t)t * p + s] = c;
-            S[(size_t)t * p + s] = sn;
-        }
-        __syncthreads();
-        // only the active sweeps' rows: short sweeps leave most of the block idle
-        for (int idx = threadIdx.x; idx < nact * p; idx += blockDim.x) {
-            int s = act[idx / p], j = idx % p;
-            int i = srow[s];
-            T c = sc[s], sn = ss[s];
-            T* pa = D + (size_t)(i - 1) * p + j;
-            T* pb = D + (size_t)i * p + j;
-            T xa = *pa, xb = *pb;
-            *pa = c * xa + sn * xb;
-            *pb = (j == s) ? T(0) : c * xb - sn * xa;   // the zero the rotation was made for
-        }
-        __syncthreads();
-    }
-}
-
-// The same, with the rows in flight kept in shared memory.  At wave t the sweeps touch
+//
+// WINDOW = false: D is read and written in device memory (any p).
+// WINDOW = true: the rows in flight stay in shared memory.  At wave t the sweeps touch
 // rows B - t - 1 .. B - t + 2p - 2, a window that moves up one row per wave: each wave
 // writes back the row that leaves it and loads the row needed PREFETCH waves later
 // (issued at the start of the wave, stored at its end, so the load overlaps the wave's
 // arithmetic).  Row r lives in slot r mod W.  Used when (2p + 8) p values fit.
 #define QRLAB_PREFETCH 5
-template <typename T>
-__device__ void sweep_rotations_window(T* D, int p, const int* tops, const int* bottoms, int B,
-                                       int nwaves, T* C, T* S)
+template <typename T, bool WINDOW>
+__device__ void sweep_rotations(T* D, int p, const int* tops, const int* bottoms, int B,
+                                int nwaves, T* C, T* S)
 {
     extern __shared__ unsigned char smem_raw[];
-    const int W = 2 * p + 8;
-    T* win = reinterpret_cast<T*>(smem_raw);    // W x p
+    const int W = WINDOW ? 2 * p + 8 : 0;
+    T* win = reinterpret_cast<T*>(smem_raw);    // W x p (empty without a window)
     T* sc = win + (size_t)W * p;
     T* ss = sc + p;
     int* srow = reinterpret_cast<int*>(ss + p);
-    int* act = srow + p;
+    int* act = srow + p;                         // the sweeps active in this wave, any order
     __shared__ int nact;
     const int tid = threadIdx.x, nt = blockDim.x;
-    // rows needed before the first prefetch lands
-    for (int r = B - 1 - QRLAB_PREFETCH; r <= B; ++r)
-        if (r >= 0)
-            for (int j = tid; j < p; j += nt) win[(size_t)(r % W) * p + j] = D[(size_t)r * p + j];
-    __syncthreads();
+    auto row = [&](int r) { return WINDOW ? win + (size_t)(r % W) * p : D + (size_t)r * p; };
+    if (WINDOW) {                                // rows needed before the first prefetch lands
+        for (int r = max(0, B - 1 - QRLAB_PREFETCH); r <= B; ++r)
+            for (int j = tid; j < p; j += nt) row(r)[j] = D[(size_t)r * p + j];
+        __syncthreads();
+    }
     for (int t = 0; t < nwaves; ++t) {
         const int r_in = B - t - 1 - QRLAB_PREFETCH;
         T pref = 0;
-        if (r_in >= 0 && tid < p) pref = D[(size_t)r_in * p + tid];   // issued now, used at the end
+        if (WINDOW && r_in >= 0 && tid < p) pref = D[(size_t)r_in * p + tid];
         if (tid == 0) nact = 0;
         __syncthreads();
         for (int s = tid; s < p; s += nt) {
             int i = B - t + 2 * s;
             T c = 1, sn = 0;
-            int row = -1;
+            int r_i = -1;
             if (i > tops[s] && i < bottoms[s]) {
-                T a = win[(size_t)((i - 1) % W) * p + s], b = win[(size_t)(i % W) * p + s];
+                T a = row(i - 1)[s], b = row(i)[s];
                 T r = qr_hypot<T>(a, b);
                 if (r != T(0)) {
                     c = fabs(a) / r;
                     sn = (a < T(0) ? -b : b) / r;
                 }
-                row = i;
+                r_i = i;
                 act[atomicAdd(&nact, 1)] = s;
             }
-            sc[s] = c; ss[s] = sn; srow[s] = row;
+            sc[s] = c; ss[s] = sn; srow[s] = r_i;
             C[(size_t)t * p + s] = c;
             S[(size_t)t * p + s] = sn;
         }
         __syncthreads();
+        // only the active sweeps' rows: short sweeps leave most of the block idle
         for (int idx = tid; idx < nact * p; idx += nt) {
             int s = act[idx / p], j = idx % p;
             int i = srow[s];
             T c = sc[s], sn = ss[s];
-            T* pa = win + (size_t)((i - 1) % W) * p + j;
-            T* pb = win + (size_t)(i % W) * p + j;
+            T* pa = row(i - 1) + j;
+            T* pb = row(i) + j;
             T xa = *pa, xb = *pb;
             *pa = c * xa + sn * xb;
-            *pb = (j == s) ? T(0) : c * xb - sn * xa;
+            *pb = (j == s) ? T(0) : c * xb - sn * xa;   // the zero the rotation was made for
         }
         __syncthreads();
-        const int r_out = B - t + 2 * (p - 1);         // no wave after this one touches it
-        if (r_out <= B && r_out >= 0)
-            for (int j = tid; j < p; j += nt) D[(size_t)r_out * p + j] = win[(size_t)(r_out % W) * p + j];
-        if (r_in >= 0 && tid < p) win[(size_t)(r_in % W) * p + tid] = pref;
-        __syncthreads();
+        if (WINDOW) {
+            const int r_out = B - t + 2 * (p - 1);       // no later wave touches it
+            if (r_out <= B && r_out >= 0)
+                for (int j = tid; j < p; j += nt) D[(size_t)r_out * p + j] = row(r_out)[j];
+            if (r_in >= 0 && tid < p) row(r_in)[tid] = pref;
+            __syncthreads();
+        }
     }
-    // the rows still in the window
-    const int lo = max(0, B - nwaves - QRLAB_PREFETCH), hi = min(B, B - nwaves + 2 * p - 1);
-    for (int r = lo; r <= hi; ++r)
-        for (int j = tid; j < p; j += nt) D[(size_t)r * p + j] = win[(size_t)(r % W) * p + j];
+    if (WINDOW) {                                // the rows still in the window
+        const int lo = max(0, B - nwaves - QRLAB_PREFETCH), hi = min(B, B - nwaves + 2 * p - 1);
+        for (int r = lo; r <= hi; ++r)
+            for (int j = tid; j < p; j += nt) D[(size_t)r * p + j] = row(r)[j];
+    }
 }
 
 // Multiply the rotations of wave group g into G[g] (w x w, row-major, starts as I).
@@ -167,16 +127,16 @@ __device__ void accumulate_groups(T* G, int w, const T* C, const T* S, int p,
 extern "C" {
 __global__ void sweep_rotations_f32(float* D, int p, const int* tops, const int* bottoms,
                                     int B, int nwaves, float* C, float* S)
-{ sweep_rotations<float>(D, p, tops, bottoms, B, nwaves, C, S); }
+{ sweep_rotations<float, false>(D, p, tops, bottoms, B, nwaves, C, S); }
 __global__ void sweep_rotations_f64(double* D, int p, const int* tops, const int* bottoms,
                                     int B, int nwaves, double* C, double* S)
-{ sweep_rotations<double>(D, p, tops, bottoms, B, nwaves, C, S); }
+{ sweep_rotations<double, false>(D, p, tops, bottoms, B, nwaves, C, S); }
 __global__ void sweep_rotations_window_f32(float* D, int p, const int* tops, const int* bottoms,
                                            int B, int nwaves, float* C, float* S)
-{ sweep_rotations_window<float>(D, p, tops, bottoms, B, nwaves, C, S); }
+{ sweep_rotations<float, true>(D, p, tops, bottoms, B, nwaves, C, S); }
 __global__ void sweep_rotations_window_f64(double* D, int p, const int* tops, const int* bottoms,
                                            int B, int nwaves, double* C, double* S)
-{ sweep_rotations_window<double>(D, p, tops, bottoms, B, nwaves, C, S); }
+{ sweep_rotations<double, true>(D, p, tops, bottoms, B, nwaves, C, S); }
 __global__ void accumulate_groups_f32(float* G, int w, const float* C, const float* S, int p,
                                       const int* tops, const int* bottoms, int B, int nwaves,
                                       int wpg, const int* lo)
