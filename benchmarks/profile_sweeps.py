@@ -40,7 +40,7 @@ def main(m=12000, n=6000):
         S = cp.empty((nwaves, p), cp.float32)
         res = {}
         for name, window in (("global", False), ("window", True)):
-            smem = p * 16 + ((2 * p + 8) * p * 4 if window else 0)
+            smem = p * (2 * 4 + 4 + 16) + ((2 * p + 8) * p * 4 if window else 0)
             if smem > 200 * 1024:
                 continue
             fn = kernels().get_function(

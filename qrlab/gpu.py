@@ -133,7 +133,7 @@ class GpuExecutor(Executor):
             D = cp.ascontiguousarray(Q[l0:l1, :].T)
         C = cp.empty((nwaves, p), dtype=dt)
         S = cp.empty((nwaves, p), dtype=dt)
-        smem = p * (2 * dt.itemsize + 8)
+        smem = p * (2 * dt.itemsize + 4 + 16)
         window = (2 * p + 8) * p * dt.itemsize
         name = "sweep_rotations"
         if smem + window <= _SMEM_LIMIT and not self.global_sweeps:

@@ -29,11 +29,12 @@ __device__ void sweep_rotations(T* D, int p, const int* tops, const int* bottoms
 {
     extern __shared__ unsigned char smem_raw[];
     const int W = WINDOW ? 2 * p + 8 : 0;
-    T* win = reinterpret_cast<T*>(smem_raw);    // W x p (empty without a window)
+    T** rowa = reinterpret_cast<T**>(smem_raw);  // rows i-1 and i of each active sweep,
+    T** rowb = rowa + p;                         // resolved once per wave
+    T* win = reinterpret_cast<T*>(rowb + p);     // W x p (empty without a window)
     T* sc = win + (size_t)W * p;
     T* ss = sc + p;
-    int* srow = reinterpret_cast<int*>(ss + p);
-    int* act = srow + p;                         // the sweeps active in this wave, any order
+    int* act = reinterpret_cast<int*>(ss + p);   // the sweeps active in this wave, any order
     __shared__ int nact;
     const int tid = threadIdx.x, nt = blockDim.x;
     auto row = [&](int r) { return WINDOW ? win + (size_t)(r % W) * p : D + (size_t)r * p; };
@@ -51,29 +52,29 @@ __device__ void sweep_rotations(T* D, int p, const int* tops, const int* bottoms
         for (int s = tid; s < p; s += nt) {
             int i = B - t + 2 * s;
             T c = 1, sn = 0;
-            int r_i = -1;
             if (i > tops[s] && i < bottoms[s]) {
-                T a = row(i - 1)[s], b = row(i)[s];
+                rowa[s] = row(i - 1);
+                rowb[s] = row(i);
+                T a = rowa[s][s], b = rowb[s][s];
                 T r = qr_hypot<T>(a, b);
                 if (r != T(0)) {
                     c = fabs(a) / r;
                     sn = (a < T(0) ? -b : b) / r;
                 }
-                r_i = i;
                 act[atomicAdd(&nact, 1)] = s;
             }
-            sc[s] = c; ss[s] = sn; srow[s] = r_i;
+            sc[s] = c; ss[s] = sn;
             C[(size_t)t * p + s] = c;
             S[(size_t)t * p + s] = sn;
         }
         __syncthreads();
         // only the active sweeps' rows: short sweeps leave most of the block idle
         for (int idx = tid; idx < nact * p; idx += nt) {
-            int s = act[idx / p], j = idx % p;
-            int i = srow[s];
+            int a = idx / p, j = idx - a * p;
+            int s = act[a];
             T c = sc[s], sn = ss[s];
-            T* pa = row(i - 1) + j;
-            T* pb = row(i) + j;
+            T* pa = rowa[s] + j;
+            T* pb = rowb[s] + j;
             T xa = *pa, xb = *pb;
             *pa = c * xa + sn * xb;
             *pb = (j == s) ? T(0) : c * xb - sn * xa;   // the zero the rotation was made for
