@@ -287,9 +287,10 @@ for c in t10:
 # `qr_delete(..., method='paper')` applies each wave as it is computed, as the papers'
 # kernels do; `method='blocked'` (the default) groups them.  Both compute the same
 # rotations.  On NumPy the difference shows up as Python-level overhead per wave; on CuPy
-# `method='paper'` issues tens of small launches per wave (more than the papers' two, so it
-# is a pessimistic stand-in for their kernels) while `method='blocked'` runs the fused
-# kernels.  Timings are machine dependent; the sizes come from `QRLAB_SIZE`.
+# `method='paper'` issues tens of small launches and a few host-to-device copies per wave
+# (more than the papers' two launches, so it is a pessimistic stand-in for their kernels)
+# while `method='blocked'` runs the fused kernels.  Timings are machine dependent; the
+# sizes come from `QRLAB_SIZE`.
 
 # %%
 # NBVAL_IGNORE_OUTPUT

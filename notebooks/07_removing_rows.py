@@ -203,7 +203,7 @@ if xp is not np:
     for shape in [(12, 5, 4, 4), (2000, 1200, 200, 370)]:
         errors = check(xp, *shape, seed=7)
         print("m, n, p, k =", shape, {name: order(v) for name, v in errors.items()})
-        assert max(errors.values()) < 1e-12
+        assert max(errors.values()) < 1e-11
 else:
     print("no GPU here: the NumPy check above is the whole check")
 
