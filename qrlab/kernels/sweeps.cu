@@ -38,6 +38,11 @@ __device__ void sweep_rotations(T* D, int p, const int* tops, const int* bottoms
     __shared__ int nact;
     const int tid = threadIdx.x, nt = blockDim.x;
     auto row = [&](int r) { return WINDOW ? win + (size_t)(r % W) * p : D + (size_t)r * p; };
+    // column j of thread tid, and its share g of the active sweeps (G groups)
+    const int G = p <= nt ? nt / p : 1;
+    const int g = p <= nt ? tid / p : 0;
+    const int j0 = g < G ? (p <= nt ? tid % p : tid) : p;
+    const int jstep = p <= nt ? p : nt;
     if (WINDOW) {                                // rows needed before the first prefetch lands
         for (int r = max(0, B - 1 - QRLAB_PREFETCH); r <= B; ++r)
             for (int j = tid; j < p; j += nt) row(r)[j] = D[(size_t)r * p + j];
@@ -68,16 +73,39 @@ __device__ void sweep_rotations(T* D, int p, const int* tops, const int* bottoms
             S[(size_t)t * p + s] = sn;
         }
         __syncthreads();
-        // only the active sweeps' rows: short sweeps leave most of the block idle
-        for (int idx = tid; idx < nact * p; idx += nt) {
-            int a = idx / p, j = idx - a * p;
-            int s = act[a];
-            T c = sc[s], sn = ss[s];
-            T* pa = rowa[s] + j;
-            T* pb = rowb[s] + j;
-            T xa = *pa, xb = *pb;
-            *pa = c * xa + sn * xb;
-            *pb = (j == s) ? T(0) : c * xb - sn * xa;   // the zero the rotation was made for
+        // Only the active sweeps' rows.  Thread (g, j) owns column j and every G-th active
+        // sweep; four rotations' loads are issued before any store, so four memory
+        // accesses are in flight per thread (the compiler cannot reorder them itself: the
+        // rows might alias as far as it knows).
+        for (int j = j0; j < p; j += jstep) {
+            int a = g;
+            for (; a + 3 * G < nact; a += 4 * G) {
+                T *pa[4], *pb[4], xa[4], xb[4];
+                int sv[4];
+#pragma unroll
+                for (int u = 0; u < 4; ++u) {
+                    sv[u] = act[a + u * G];
+                    pa[u] = rowa[sv[u]] + j;
+                    pb[u] = rowb[sv[u]] + j;
+                    xa[u] = *pa[u];
+                    xb[u] = *pb[u];
+                }
+#pragma unroll
+                for (int u = 0; u < 4; ++u) {
+                    T c = sc[sv[u]], sn = ss[sv[u]];
+                    *pa[u] = c * xa[u] + sn * xb[u];
+                    *pb[u] = (j == sv[u]) ? T(0) : c * xb[u] - sn * xa[u];   // the zero made
+                }
+            }
+            for (; a < nact; a += G) {
+                int s = act[a];
+                T c = sc[s], sn = ss[s];
+                T* pa = rowa[s] + j;
+                T* pb = rowb[s] + j;
+                T xa = *pa, xb = *pb;
+                *pa = c * xa + sn * xb;
+                *pb = (j == s) ? T(0) : c * xb - sn * xa;
+            }
         }
         __syncthreads();
         if (WINDOW) {
