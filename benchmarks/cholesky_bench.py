@@ -116,7 +116,6 @@ def copy_bandwidth(xp, clock, nbytes=2**30):
     src = xp.ones(nbytes // 4, dtype=xp.float32)
     dst = xp.empty_like(src)
     ms, _ = median_ms(clock, lambda: (), lambda: dst.__setitem__(Ellipsis, src), 5)
-    del src, dst
     return 2 * nbytes / (ms * 1e-3)
 
 
