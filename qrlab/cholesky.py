@@ -236,10 +236,13 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
 
     A downdate that would destroy positive definiteness says where:
 
-    >>> cholesky_downdate(R, 2 * R[3])       # A - 4 R[3]^T R[3]: fails at column 3
+    >>> cholesky_downdate(R, 2 * R[3])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    numpy.linalg.LinAlgError: downdate fails at column 3 (0-based): the leading 4 x 4 block of A - V V^T is not positive definite (or not finite)
+    numpy.linalg.LinAlgError: downdate fails at column 3 (0-based): the leading 4 x 4 block...
+
+    (``A - 4 R[3]^T R[3] = R^T (I - 4 e_3 e_3^T) R``: its leading 3 x 3 block is that of
+    ``A``, its leading 4 x 4 block is indefinite.)
     """
     xp = array_module(R, V)
     if method not in _METHODS:
