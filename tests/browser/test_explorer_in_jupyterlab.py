@@ -20,7 +20,9 @@ the sliders move, go to ``artifacts/browser/``.  Deselect with ``-m 'not browser
 """
 from __future__ import annotations
 
+import ast
 import hashlib
+import json
 import re
 import time
 from dataclasses import dataclass
@@ -218,8 +220,34 @@ class ExplorerOnPage:
         return shown
 
 
-def expected_grid(op, m, n, p, k, stage=0, detail=False) -> str:
-    return text(trace(op, m, n, p, k, detail=detail)[stage])
+def explorer_call(notebook: Path) -> dict:
+    """The arguments of the notebook's ``viz.explorer(...)`` call, by name.
+
+    The page shows every argument the grid depends on but one: the panel width ``nb``,
+    which the notebook may fix.  The expected grids are traced with the same ``nb``.
+    """
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    names = ("op", "m", "n", "p", "k", "view", "max_size", "nb")
+    for cell in cells:
+        if cell["cell_type"] != "code":
+            continue
+        source = "".join(cell["source"])
+        try:
+            tree = ast.parse("\n".join(line for line in source.splitlines()
+                                       if not line.lstrip().startswith(("%", "!"))))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "explorer"):
+                args = dict(zip(names, map(ast.literal_eval, node.args)))
+                args.update({kw.arg: ast.literal_eval(kw.value) for kw in node.keywords})
+                return args
+    raise AssertionError(f"no viz.explorer(...) call in {notebook.name}")
+
+
+def expected_grid(op, m, n, p, k, stage=0, nb=None) -> str:
+    return text(trace(op, m, n, p, k, nb=nb)[stage])
 
 
 # The code cells with something in them, each as its prompt: "[ ]:", "[*]:" or "[12]:".
@@ -280,6 +308,9 @@ def test_explorer_redraws_in_jupyterlab(name, lab, page, artifacts):
     op, target = CASES[name]
     notebook = ROOT / "notebooks" / f"{name}.ipynb"
     assert notebook.exists(), f"missing notebook {notebook.relative_to(ROOT)}"
+    call = explorer_call(notebook)
+    assert call.get("op", "delete_cols") == op, f"{name}'s explorer is for {call.get('op')}"
+    nb = call.get("nb")
     pair = [notebook, notebook.with_suffix(".py")]
     before = file_digest(pair)
 
@@ -316,11 +347,11 @@ def test_explorer_redraws_in_jupyterlab(name, lab, page, artifacts):
 
         # the grid as it stands matches the sliders as they stand
         m, n, p, k, stage = (ex.value(s) for s in ("m", "n", "p", "k", "stage"))
-        ex.wait_grid(expected_grid(op, m, n, p, k, stage))
+        ex.wait_grid(expected_grid(op, m, n, p, k, stage, nb))
         if stage:                                       # back to the start, by keyboard
             ex.press("stage", "ArrowLeft", stage)
             ex.wait_value("stage", 0)
-        shown = ex.wait_grid(expected_grid(op, m, n, p, k))
+        shown = ex.wait_grid(expected_grid(op, m, n, p, k, nb=nb))
         check_setup_frame(shown, op, m, n, p, k)
         ex.show()
         page.screenshot(path=str(artifacts / f"{name}-before.png"))
@@ -335,12 +366,12 @@ def test_explorer_redraws_in_jupyterlab(name, lab, page, artifacts):
             if key == "m":      # the figure is redrawn too, taller or shorter with m
                 src, height = ex.wait_figure(other_than=figure[0])
                 assert (height > figure[1]) == (target["m"] > m), (figure[1], height)
-            shown = ex.wait_grid(expected_grid(op, now["m"], n, now["p"], now["k"]))
+            shown = ex.wait_grid(expected_grid(op, now["m"], n, now["p"], now["k"], nb=nb))
             check_setup_frame(shown, op, now["m"], n, now["p"], now["k"])
         m, p, k = now["m"], now["p"], now["k"]
 
         # the stage slider offers one position per frame; the arrow keys step through them
-        frames = trace(op, m, n, p, k)
+        frames = trace(op, m, n, p, k, nb=nb)
         assert ex.stage_max() == len(frames) - 1
         chosen = len(frames) - 2                                 # the last working stage
         ex.press("stage", "ArrowRight", chosen)
