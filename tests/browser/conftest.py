@@ -24,7 +24,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -201,7 +200,7 @@ def start_lab(base: Path, log_path: Path, root: Path = ROOT,
         f"--FileCheckpoints.checkpoint_dir={dirs['checkpoints']}",
     ]
     log = open(log_path, "a")
-    log.write(f"$ {' '.join(cmd)}\n")
+    log.write(f"$ {' '.join(cmd).replace(token, '<token>')}\n")
     log.flush()
     # its own process group, so that the kernels it starts are stopped with it
     proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -247,6 +246,10 @@ def lab(chromium, tmp_path_factory):
     except ImportError:
         unavailable("JupyterLab is not installed (qrlab's lab extra: pip install -e '.[dev]')")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    # On a fresh machine matplotlib builds its font cache on first import and, when that
+    # takes long, says so on stderr, which would be a notebook cell's stderr: build it now.
+    subprocess.run([sys.executable, "-c", "import matplotlib.font_manager"], cwd=ROOT,
+                   stdin=subprocess.DEVNULL, capture_output=True, timeout=600)
     log_path = ARTIFACTS / "jupyterlab.log"
     log_path.write_text("")
     server = None

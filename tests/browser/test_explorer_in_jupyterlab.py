@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import json
 import re
 import time
 from dataclasses import dataclass
@@ -220,13 +219,12 @@ class ExplorerOnPage:
         return shown
 
 
-def explorer_call(notebook: Path) -> dict:
-    """The arguments of the notebook's ``viz.explorer(...)`` call, by name.
+def explorer_call(cells: list[dict]) -> dict:
+    """The arguments of the ``viz.explorer(...)`` call in a notebook's cells, by name.
 
     The page shows every argument the grid depends on but one: the panel width ``nb``,
     which the notebook may fix.  The expected grids are traced with the same ``nb``.
     """
-    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
     names = ("op", "m", "n", "p", "k", "view", "max_size", "nb")
     for cell in cells:
         if cell["cell_type"] != "code":
@@ -243,7 +241,7 @@ def explorer_call(notebook: Path) -> dict:
                 args = dict(zip(names, map(ast.literal_eval, node.args)))
                 args.update({kw.arg: ast.literal_eval(kw.value) for kw in node.keywords})
                 return args
-    raise AssertionError(f"no viz.explorer(...) call in {notebook.name}")
+    raise AssertionError("no viz.explorer(...) call in the notebook")
 
 
 def expected_grid(op, m, n, p, k, stage=0, nb=None) -> str:
@@ -308,7 +306,10 @@ def test_explorer_redraws_in_jupyterlab(name, lab, page, artifacts):
     op, target = CASES[name]
     notebook = ROOT / "notebooks" / f"{name}.ipynb"
     assert notebook.exists(), f"missing notebook {notebook.relative_to(ROOT)}"
-    call = explorer_call(notebook)
+    # the cells as the server gives them to JupyterLab (through jupytext: from the newer
+    # file of the pair)
+    served = lab.api("GET", f"/api/contents/notebooks/{name}.ipynb")["content"]
+    call = explorer_call(served["cells"])
     assert call.get("op", "delete_cols") == op, f"{name}'s explorer is for {call.get('op')}"
     nb = call.get("nb")
     pair = [notebook, notebook.with_suffix(".py")]
@@ -364,7 +365,7 @@ def test_explorer_redraws_in_jupyterlab(name, lab, page, artifacts):
             ex.type_value(key, target[key])
             now[key] = target[key]
             if key == "m":      # the figure is redrawn too, taller or shorter with m
-                src, height = ex.wait_figure(other_than=figure[0])
+                _, height = ex.wait_figure(other_than=figure[0])
                 assert (height > figure[1]) == (target["m"] > m), (figure[1], height)
             shown = ex.wait_grid(expected_grid(op, now["m"], n, now["p"], now["k"], nb=nb))
             check_setup_frame(shown, op, now["m"], n, now["p"], now["k"])
