@@ -304,6 +304,8 @@ def file_digest(paths) -> dict:
 @pytest.mark.parametrize("name", list(CASES))
 def test_explorer_redraws_in_jupyterlab(name, lab, page, artifacts):
     op, target = CASES[name]
+    for old in artifacts.glob(f"{name}-*.png"):         # the last run's screenshots only
+        old.unlink()
     notebook = ROOT / "notebooks" / f"{name}.ipynb"
     assert notebook.exists(), f"missing notebook {notebook.relative_to(ROOT)}"
     # the cells as the server gives them to JupyterLab (through jupytext: from the newer
