@@ -18,7 +18,6 @@
 # $m \times n$ ($m$ rows, $n$ columns), as in 001; 000 swaps the letters.
 
 # %%
-import json
 import os
 
 # Timings on the CPU run both sides on one thread: at these sizes, waking BLAS threads
@@ -26,17 +25,12 @@ import os
 # the algorithms behind thread start-up.  Set before NumPy loads its BLAS.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from pathlib import Path
-
 import matplotlib.pyplot as plt
-from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 import numpy as np
-import scipy.linalg
 
 import qrlab
-import qrlab.backend
 import qrlab.config
-from qrlab import bench, viz
+from qrlab import bench, course, viz
 from qrlab.patterns import trace
 
 np.set_printoptions(precision=3, suppress=True)
@@ -152,43 +146,15 @@ w["stage"].value = 0
 # On random matrices (float64, NumPy): $\tilde Q \tilde R = \tilde A$, $\tilde Q$ is
 # orthogonal, $\tilde R$ is upper triangular with *exact* zeros below the diagonal, and
 # $\tilde R$ is the R of `scipy.linalg.qr` of $\tilde A$ (and of SciPy's own `qr_insert`)
-# up to the signs of its rows.  Printed: the power of ten each error stays below
-# (asserted; the values themselves vary in their last digits from one BLAS to another).
+# up to the signs of its rows.  `course.check_update` (defined in `qrlab/course.py`, and
+# shared by the four update notebooks) adds $p$ random columns to a random $A$, raises if
+# $\tilde R$ has anything but zeros below its diagonal, and returns these errors.
+# Printed: the power of ten each error stays below (asserted; the values themselves vary
+# in their last digits from one BLAS to another).
 
 # %%
-def order(x):
-    """An error as its order of magnitude (the power of ten just above it)."""
-    return "0" if x == 0 else f"1e{int(np.ceil(np.log10(x))):+03d}"
-
-
-def check(xp, m, n, p, k, seed):
-    """Add p random columns at k to a random m x n A on array module xp; return errors."""
-    rng = np.random.default_rng(seed)
-    A_h, U_h = rng.standard_normal((m, n)), rng.standard_normal((m, p))
-    A, U = xp.asarray(A_h), xp.asarray(U_h)
-    Q, R = xp.linalg.qr(A, mode="complete")
-    Q1, R1 = qrlab.qr_insert(Q, R, U, k, which="col")
-    A1 = xp.concatenate([A[:, :k], U, A[:, k:]], axis=1)
-    Q1, R1, A1 = (qrlab.backend.to_numpy(a) for a in (Q1, R1, A1))
-    assert np.all(np.tril(R1, -1) == 0), "R~ is not exactly upper triangular"
-    R_ref = scipy.linalg.qr(A1)[1]
-    R_sp = scipy.linalg.qr_insert(qrlab.backend.to_numpy(Q), qrlab.backend.to_numpy(R),
-                                  U_h, k, which="col")[1]
-    sign = np.where(np.sign(np.diag(R1)) == np.sign(np.diag(R_ref)), 1.0, -1.0)
-    signed = np.asarray(R1, dtype=float).copy()
-    signed[: sign.size] *= sign[:, None]
-    sign_sp = np.where(np.sign(np.diag(R1)) == np.sign(np.diag(R_sp)), 1.0, -1.0)
-    signed_sp = np.asarray(R1, dtype=float).copy()
-    signed_sp[: sign_sp.size] *= sign_sp[:, None]
-    scale = np.linalg.norm(A1)
-    return {"||Q~R~ - A~|| / ||A~||": np.linalg.norm(Q1 @ R1 - A1) / scale,
-            "||Q~^T Q~ - I||": np.linalg.norm(Q1.T @ Q1 - np.eye(m)),
-            "||R~ - R(scipy qr)|| / ||A~||": np.linalg.norm(signed - R_ref) / scale,
-            "||R~ - R(scipy qr_insert)|| / ||A~||": np.linalg.norm(signed_sp - R_sp) / scale}
-
-
 for shape in [(10, 5, 3, 2), (200, 120, 20, 37)]:
-    errors = check(np, *shape, seed=4)
+    errors = course.check_update("insert_cols", *shape, xp=np, seed=4)
     print("m, n, p, k =", shape)
     for name, value in errors.items():
         limit = 1e-13 if "Q~^T" in name and shape[0] > 20 else 1e-14
@@ -196,19 +162,14 @@ for shape in [(10, 5, 3, 2), (200, 120, 20, 37)]:
         print(f"  {name:38s} < {limit:.0e}")
 
 # %% [markdown]
-# On a GPU the same check runs on CuPy arrays (with CuPy in, CuPy comes out):
+# On a GPU the same check runs on CuPy arrays (with CuPy in, CuPy comes out;
+# `course.check_on_gpu` says which backend it found):
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-xp = qrlab.default_module()
-print("backend:", qrlab.backend.describe())
-if xp is not np:
-    for shape in [(10, 5, 3, 2), (2000, 1200, 200, 370)]:
-        errors = check(xp, *shape, seed=4)
-        print("m, n, p, k =", shape, {name: order(v) for name, v in errors.items()})
-        assert max(errors.values()) < 1e-11
-else:
-    print("no GPU here: the NumPy check above is the whole check")
+on_gpu = course.check_on_gpu("insert_cols", [(10, 5, 3, 2), (2000, 1200, 200, 370)], seed=4)
+for shape, errors in on_gpu.items():
+    assert max(errors.values()) < 1e-11, (shape, errors)
 
 # %% [markdown]
 # ## How much work?
@@ -222,23 +183,14 @@ else:
 #
 # against $2\tilde n^2(m - \tilde n/3)$ for the papers' baseline, a Householder QR
 # least-squares solve of $\tilde A$ ($\tilde n = n + p$; forming the new $Q$ as well would
-# add about $4m^2\tilde n$ more).  The rotations dominate when $k$ is small, and vanish at
-# $k = n$.  At the sizes of 000 Table 2 ($m = 4000$, $n = 3000$, $p = 200$):
+# add about $4m^2\tilde n$ more; `course.qr_flops` counts both).  The rotations dominate
+# when $k$ is small, and vanish at $k = n$.  At the sizes of 000 Table 2 ($m = 4000$,
+# $n = 3000$, $p = 200$), `course.flop_sweep` prints both counts over $k$ (it and the
+# other `course` functions below are in `qrlab/course.py`):
 
 # %%
-def qr_flops(m, n):
-    """Householder QR of an m x n matrix (R and the reflectors): 2 n^2 (m - n/3)."""
-    return 2 * n * n * (m - n / 3)
-
-
 m, n, p = 4000, 3000, 200
-print(f"{'k':>5} {'update GFLOP':>13} {'QR solve GFLOP':>15} {'ratio':>6}")
-ratios = []
-for k in range(0, n + 1, 500):
-    upd = bench.cost("insert_cols", m, n, p, k, 4)[0]
-    full = qr_flops(m, n + p)
-    ratios.append(upd / full)
-    print(f"{k:5d} {upd / 1e9:13.1f} {full / 1e9:15.1f} {upd / full:6.2f}")
+ratios = course.flop_sweep("insert_cols", "k", range(0, n + 1, 500), m=m, n=n, p=p)
 assert ratios == sorted(ratios, reverse=True)       # the later the columns, the cheaper
 assert ratios[-1] < 0.2 < ratios[0]
 
@@ -249,26 +201,18 @@ assert ratios[-1] < 0.2 < ratios[0]
 # solve for $x$ is timed against a QR least-squares solve of $\tilde A$ (`bench.gels`:
 # `geqrf`, $Q^T b$, `trsm`), both on the same device, median of several runs on fresh
 # random blocks (`bench.run_case` does both sides; `bench.Timer` uses CUDA events on a
-# GPU).  The sizes come from `QRLAB_SIZE`: small on a CPU, 000 Table 2's
-# ($m = 4000$, $n = 3000$, $p = 200$, single precision) with `QRLAB_SIZE=paper`.
+# GPU; `course.timing_sweep` runs it over one parameter and prints the table).  The sizes
+# come from `QRLAB_SIZE`: small on a CPU, 000 Table 2's ($m = 4000$, $n = 3000$,
+# $p = 200$, single precision) with `QRLAB_SIZE=paper`.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-xp = qrlab.default_module()
 m_t, n_t, p_t = qrlab.config.pick(small=(400, 300, 20), paper=(4000, 3000, 200))
 reps = qrlab.config.pick(small=3, paper=5)
 ks = list(range(0, n_t + 1, n_t // 6))
-print(f"{qrlab.backend.describe()}; m={m_t}, n={n_t}, p={p_t}, float32, median of {reps}")
-print(f"{'k':>5} {'update ms':>10} {'QR solve ms':>12} {'speed-up':>9} {'rel. err x':>11}")
-live = []
-for k in ks:
-    case = dict(table="live", op="insert_cols", m=m_t, n=n_t, p=p_t, k=k,
-                paper_cula=None, paper_update=None, paper_speedup=None)
-    r = bench.run_case(xp, case, "float32", reps)
-    live.append(r)
-    print(f"{k:5d} {r['t_update'] * 1e3:10.2f} {r['t_gels'] * 1e3:12.2f} "
-          f"{r['speedup_gels']:9.2f} {r['rel_err_x']:11.1e}")
-    assert r["rel_err_x"] < 1e-3
+live = course.timing_sweep("insert_cols", "k", ks, m=m_t, n=n_t, p=p_t, reps=reps)
+for r in live:
+    assert r["rel_err_x"] < 1e-3, r
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -299,70 +243,26 @@ for k in sorted({c["k"] for c in paper}):
     print(f"{k:5d}" + "".join(f" {cells[m]['paper_speedup']:9.2f}" for m in sizes))
 assert max(c["paper_speedup"] for c in paper) > 2 and min(c["paper_speedup"] for c in paper) < 0.2
 
-
-# %%
-def committed_results(op, tables):
-    """Result rows for this update from benchmarks/results/*.json, with the GPU that
-    measured each ("device" field of the file)."""
-    folder = Path(qrlab.__file__).resolve().parent.parent / "benchmarks" / "results"
-    rows = []
-    for path in sorted(folder.glob("*.json")):
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if not isinstance(data, dict):
-            continue
-        for r in data.get("results", []):
-            if isinstance(r, dict) and r.get("op") == op and r.get("table") in tables:
-                rows.append(dict(r, device=data.get("device", path.stem),
-                                 dtype=data.get("dtype", "?"), file=path.name))
-    return folder, rows
-
+# %% [markdown]
+# GPU results of the same cells, where `benchmarks/results/` holds some
+# (`course.load_results` reads them, `course.results_table` lays them out), and all of it
+# as speed-ups over the QR solve, this machine's sweep on the left (`course.speedup_plot`):
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-folder, gpu_rows = committed_results("insert_cols", {"T2"})
+gpu_rows = course.load_results("insert_cols", {"T2"})
 if not gpu_rows:
-    print(f"No GPU results for this update in benchmarks/results/ yet: on a GPU, "
+    print("No GPU results for this update in benchmarks/results/ yet: on a GPU, "
           "'python -m qrlab.bench --suite paper-full --tables T2' writes them.")
 else:
-    print(f"{'GPU (file)':34s} {'m':>6} {'k':>5} {'update ms':>10} {'QR solve ms':>12} "
-          f"{'speed-up':>9} {'paper':>6}")
-    for r in gpu_rows:
-        ps = "-" if r.get("paper_speedup") is None else f"{r['paper_speedup']:.2f}"
-        print(f"{r['device'] + ' ' + r['dtype']:34s} {r['m']:6d} {r['k']:5d} "
-              f"{r['t_update'] * 1e3:10.2f} {r['t_gels'] * 1e3:12.2f} "
-              f"{r['speedup_gels']:9.2f} {ps:>6}")
+    print(course.results_table(gpu_rows, keys=("m", "k")))
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3), dpi=70)
-left.plot([r["k"] for r in live], [r["speedup_gels"] for r in live], "o-", label="qrlab")
-left.set_title(f"this machine, m={m_t}, n={n_t}, p={p_t}", fontsize=9)
-for m in sizes:
-    cells = sorted((c for c in paper if c["m"] == m), key=lambda c: c["k"])
-    right.plot([c["k"] for c in cells], [c["paper_speedup"] for c in cells], "s--",
-               label=f"paper M2050, m={m}")
-for device in sorted({r["device"] for r in gpu_rows}):
-    for m in sizes:
-        cells = sorted((r for r in gpu_rows if r["device"] == device and r["m"] == m),
-                       key=lambda r: r["k"])
-        if cells:
-            right.plot([r["k"] for r in cells], [r["speedup_gels"] for r in cells], "o-",
-                       label=f"qrlab {device}, m={m}")
-right.set_title("000 Table 2 sizes (n=3000, p=200)", fontsize=9)
-for ax in (left, right):
-    ax.axhline(1, color="grey", lw=0.8)
-    ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 1.5, 2.0, 3.0, 5.0, 7.0)))
-    ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
-    ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("k (columns added before column k)", fontsize=8)
-    ax.set_ylabel("speed-up over QR solve", fontsize=8)
-    ax.tick_params(labelsize=7)
-    ax.legend(fontsize=6)
-fig.tight_layout()
+fig = course.speedup_plot(live, "k", paper, gpu_rows, by="m",
+                          xlabel="k (columns added before column k)",
+                          title=f"this machine, m={m_t}, n={n_t}, p={p_t}",
+                          paper_title="000 Table 2 sizes (n=3000, p=200)")
 plt.show()
 
 # %% [markdown]

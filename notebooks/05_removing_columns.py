@@ -18,25 +18,17 @@
 # $m \times n$ ($m$ rows, $n$ columns), as in 001; 000 swaps the letters.
 
 # %%
-import json
 import os
 
-# Timings on the CPU run both sides on one thread: at these sizes, waking BLAS threads
-# costs more than it saves (many times more on small virtual machines) and would hide
-# the algorithms behind thread start-up.  Set before NumPy loads its BLAS.
+# Time both sides on one thread on the CPU (see notebook 04).  Set before NumPy loads.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from pathlib import Path
-
 import matplotlib.pyplot as plt
-from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 import numpy as np
-import scipy.linalg
 
 import qrlab
-import qrlab.backend
 import qrlab.config
-from qrlab import bench, viz
+from qrlab import bench, course, viz
 from qrlab.patterns import trace
 
 np.set_printoptions(precision=3, suppress=True)
@@ -99,13 +91,14 @@ viz.animate(frames)
 # ## Explore: any $m$, $n$, $p$, $k$
 #
 # Move the sliders to change the shape and the stage; tick "every wave / panel" to see each
-# panel split into its reduction and its update of the columns to the right.  The explorer
-# uses qrlab's default panel width, $n_b = \max(16, p)$ (at most 128), so small examples
-# need a single block where Fig. 3 used two.  (The sliders need a live kernel; the
-# animation above is the static version.)
+# panel split into its reduction and its update of the columns to the right.  This
+# explorer draws panels of Fig. 3's width, $n_b = 2$ (`nb=2`), so it starts on the two
+# blocks above; without `nb` it would use qrlab's default, $n_b = \max(16, p)$ (at most
+# 128), and small examples would take a single block.  (The sliders need a live kernel;
+# the animation above is the static version.)
 
 # %%
-explorer = viz.explorer("delete_cols", m=10, n=8, p=3, k=2)
+explorer = viz.explorer("delete_cols", m=10, n=8, p=3, k=2, nb=2)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -114,13 +107,14 @@ explorer
 # %% [markdown]
 # Driving the sliders from Python: removing the last $p$ columns needs no work at all
 # (001: "the update is complete"), the slider ranges follow the operation ($k \le n - p$),
-# and with more columns than one panel holds the update takes several blocks:
+# and the update takes one block per $n_b = 2$ columns right of the gap:
 
 # %%
 w = explorer.widgets
 w["stage"].value = 1
 print(explorer.params, "->", explorer.frame.title)
 assert explorer.frame.title.startswith("Remove columns: block 1")
+assert [f.title for f in explorer.frames] == [f.title for f in frames]     # Fig. 3, as above
 
 w["k"].value = 5                                   # the last p columns: k = n - p
 print(explorer.params, "->", [f.title for f in explorer.frames])
@@ -130,9 +124,10 @@ w["k"].value = 7                                   # clamped by the slider: k <=
 print("k slider max:", w["k"].max, "value:", w["k"].value)
 assert w["k"].max == 5 and w["k"].value == 5
 
-w["m"].value, w["n"].value, w["k"].value, w["p"].value = 40, 40, 0, 1
-print(explorer.params, "->", [f.title for f in explorer.frames][1:-1])
-assert sum(f.step == "stage" for f in explorer.frames) == 3     # 39 columns, panels of 16
+w["m"].value, w["n"].value, w["k"].value, w["p"].value = 12, 12, 0, 1
+blocks = [f.title for f in explorer.frames if f.step == "stage"]
+print(explorer.params, "->", len(blocks), "blocks, the last:", blocks[-1])
+assert len(blocks) == 6                                         # 11 columns, panels of 2
 
 w["m"].value, w["n"].value, w["p"].value, w["k"].value = 10, 8, 3, 2
 w["stage"].value = 0
@@ -145,48 +140,14 @@ print("back to", explorer.params)
 # orthogonal, $\tilde R$ is upper triangular with *exact* zeros below the diagonal, and
 # $\tilde R$ is the R of `scipy.linalg.qr` of $\tilde A$ (and of SciPy's own `qr_delete`)
 # up to the signs of its rows.  The R-only update (`Q=None`) gives the same $\tilde R$.
-# Printed: the power of ten each error stays below (asserted; the values themselves vary
-# in their last digits from one BLAS to another).
+# `course.check_update` (in `qrlab/course.py`, the check of notebook 04 for every update)
+# runs the update on random data, raises unless $\tilde R$ is exactly triangular, and
+# returns the errors.  Printed: the power of ten each error stays below (asserted; the
+# values themselves vary in their last digits from one BLAS to another).
 
 # %%
-def order(x):
-    """An error as its order of magnitude (the power of ten just above it)."""
-    return "0" if x == 0 else f"1e{int(np.ceil(np.log10(x))):+03d}"
-
-
-def signed_like(R, R_ref):
-    """R with its rows' signs flipped to match R_ref's diagonal."""
-    d = min(R.shape)
-    sign = np.where(np.sign(np.diag(R)) == np.sign(np.diag(R_ref)), 1.0, -1.0)
-    out = np.array(R, dtype=float)
-    out[:d] *= sign[:, None]
-    return out
-
-
-def check(xp, m, n, p, k, seed):
-    """Remove p columns at k from a random m x n A on array module xp; return errors."""
-    rng = np.random.default_rng(seed)
-    A = xp.asarray(rng.standard_normal((m, n)))
-    Q, R = xp.linalg.qr(A, mode="complete")
-    Q1, R1 = qrlab.qr_delete(Q, R, k, p, which="col")
-    R1_only = qrlab.qr_delete(None, R, k, p, which="col")
-    A1 = xp.concatenate([A[:, :k], A[:, k + p:]], axis=1)
-    Q, R, Q1, R1, R1_only, A1 = (qrlab.backend.to_numpy(a)
-                                 for a in (Q, R, Q1, R1, R1_only, A1))
-    assert np.all(np.tril(R1, -1) == 0), "R~ is not exactly upper triangular"
-    R_ref = scipy.linalg.qr(A1)[1]
-    R_sp = scipy.linalg.qr_delete(Q, R, k, p, which="col")[1]
-    scale = np.linalg.norm(A1)
-    return {"||Q~R~ - A~|| / ||A~||": np.linalg.norm(Q1 @ R1 - A1) / scale,
-            "||Q~^T Q~ - I||": np.linalg.norm(Q1.T @ Q1 - np.eye(m)),
-            "||R~ - R(scipy qr)|| / ||A~||": np.linalg.norm(signed_like(R1, R_ref) - R_ref) / scale,
-            "||R~ - R(scipy qr_delete)|| / ||A~||":
-                np.linalg.norm(signed_like(R1, R_sp) - R_sp) / scale,
-            "||R~(Q=None) - R~|| / ||A~||": np.linalg.norm(R1_only - R1) / scale}
-
-
 for shape in [(10, 8, 3, 2), (200, 120, 20, 37)]:
-    errors = check(np, *shape, seed=5)
+    errors = course.check_update("delete_cols", *shape, xp=np, seed=5)
     print("m, n, p, k =", shape)
     for name, value in errors.items():
         limit = 1e-13 if "Q~^T" in name and shape[0] > 20 else 1e-14
@@ -194,19 +155,14 @@ for shape in [(10, 8, 3, 2), (200, 120, 20, 37)]:
         print(f"  {name:38s} < {limit:.0e}")
 
 # %% [markdown]
-# On a GPU the same check runs on CuPy arrays (with CuPy in, CuPy comes out):
+# On a GPU the same check runs on CuPy arrays (with CuPy in, CuPy comes out;
+# `course.check_on_gpu` says which backend it found):
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-xp = qrlab.default_module()
-print("backend:", qrlab.backend.describe())
-if xp is not np:
-    for shape in [(10, 8, 3, 2), (2000, 1200, 200, 370)]:
-        errors = check(xp, *shape, seed=5)
-        print("m, n, p, k =", shape, {name: order(v) for name, v in errors.items()})
-        assert max(errors.values()) < 1e-11
-else:
-    print("no GPU here: the NumPy check above is the whole check")
+on_gpu = course.check_on_gpu("delete_cols", [(10, 8, 3, 2), (2000, 1200, 200, 370)], seed=5)
+for shape, errors in on_gpu.items():
+    assert max(errors.values()) < 1e-11, (shape, errors)
 
 # %% [markdown]
 # ## How much work?
@@ -219,22 +175,11 @@ else:
 #
 # against $2\tilde n^2(m - \tilde n/3)$ for a Householder QR least-squares solve of
 # $\tilde A$ ($\tilde n = n - p$), which grows with $m$ (000 Section 5.3).  At the sizes of
-# 000 Table 7 ($m = 6000$, $n = 3000$, $k = 0$):
+# 000 Table 7 ($m = 6000$, $n = 3000$, $k = 0$), over $p$ (`course.flop_sweep`):
 
 # %%
-def qr_flops(m, n):
-    """Householder QR of an m x n matrix (R and the reflectors): 2 n^2 (m - n/3)."""
-    return 2 * n * n * (m - n / 3)
-
-
 m, n, k = 6000, 3000, 0
-print(f"{'p':>5} {'update GFLOP':>13} {'QR solve GFLOP':>15} {'ratio':>6}")
-ratios = []
-for p in (100, 200, 500, 1000, 2000):
-    upd = bench.cost("delete_cols", m, n, p, k, 4)[0]
-    full = qr_flops(m, n - p)
-    ratios.append(upd / full)
-    print(f"{p:5d} {upd / 1e9:13.1f} {full / 1e9:15.1f} {upd / full:6.2f}")
+ratios = course.flop_sweep("delete_cols", "p", (100, 200, 500, 1000, 2000), m=m, n=n, k=k)
 assert all(r < 0.5 for r in ratios)               # always well under recomputation
 assert bench.cost("delete_cols", 60000, n, 500, k, 4) == bench.cost("delete_cols", m, n, 500, k, 4)
 
@@ -244,27 +189,18 @@ assert bench.cost("delete_cols", 60000, n, 500, k, 4) == bench.cost("delete_cols
 # As in the papers (000 Section 5): the R-only update of $R$ and $d$ plus the triangular
 # solve for $x$, timed against a QR least-squares solve of $\tilde A$ (`bench.gels`:
 # `geqrf`, $Q^T b$, `trsm`), both on the same device, median of several runs
-# (`bench.run_case` does both sides; `bench.Timer` uses CUDA events on a GPU).  The sizes
-# come from `QRLAB_SIZE`: small on a CPU, 000 Table 7's ($m = 6000$, $n = 3000$, $k = 0$,
-# single precision) with `QRLAB_SIZE=paper`.
+# (`bench.run_case` does both sides, `course.timing_sweep` over $p$; `bench.Timer` uses
+# CUDA events on a GPU).  The sizes come from `QRLAB_SIZE`: small on a CPU, 000 Table 7's
+# ($m = 6000$, $n = 3000$, $k = 0$, single precision) with `QRLAB_SIZE=paper`.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-xp = qrlab.default_module()
 m_t, n_t, k_t = qrlab.config.pick(small=(600, 300, 0), paper=(6000, 3000, 0))
 ps = qrlab.config.pick(small=(10, 50, 100, 200), paper=(100, 500, 1000, 2000))
 reps = qrlab.config.pick(small=3, paper=5)
-print(f"{qrlab.backend.describe()}; m={m_t}, n={n_t}, k={k_t}, float32, median of {reps}")
-print(f"{'p':>5} {'update ms':>10} {'QR solve ms':>12} {'speed-up':>9} {'rel. err x':>11}")
-live = []
-for p in ps:
-    case = dict(table="live", op="delete_cols", m=m_t, n=n_t, p=p, k=k_t,
-                paper_cula=None, paper_update=None, paper_speedup=None)
-    r = bench.run_case(xp, case, "float32", reps)
-    live.append(r)
-    print(f"{p:5d} {r['t_update'] * 1e3:10.2f} {r['t_gels'] * 1e3:12.2f} "
-          f"{r['speedup_gels']:9.2f} {r['rel_err_x']:11.1e}")
-    assert r["rel_err_x"] < 1e-3
+live = course.timing_sweep("delete_cols", "p", ps, m=m_t, n=n_t, k=k_t, reps=reps)
+for r in live:
+    assert r["rel_err_x"] < 1e-3, r
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -298,68 +234,26 @@ print("000 Table 7 cells (m, n, p, k):", sorted({(c["m"], c["n"], c["p"], c["k"]
 assert all(c["paper_speedup"] is None for c in t7)
 assert max(c["paper_update"] for c in t6) - min(c["paper_update"] for c in t6) < 0.05
 
-
-# %%
-def committed_results(op, tables):
-    """Result rows for this update from benchmarks/results/*.json, with the GPU that
-    measured each ("device" field of the file)."""
-    folder = Path(qrlab.__file__).resolve().parent.parent / "benchmarks" / "results"
-    rows = []
-    for path in sorted(folder.glob("*.json")):
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if not isinstance(data, dict):
-            continue
-        for r in data.get("results", []):
-            if isinstance(r, dict) and r.get("op") == op and r.get("table") in tables:
-                rows.append(dict(r, device=data.get("device", path.stem),
-                                 dtype=data.get("dtype", "?"), file=path.name))
-    return folder, rows
-
+# %% [markdown]
+# GPU results of both tables' cells, where `benchmarks/results/` holds some, and the
+# speed-ups over $m$ beside 000 Table 6's (`course.load_results`, `course.results_table`
+# and `course.speedup_plot`, as in notebook 04):
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-folder, gpu_rows = committed_results("delete_cols", {"T6", "T7"})
+gpu_rows = course.load_results("delete_cols", {"T6", "T7"})
 if not gpu_rows:
-    print(f"No GPU results for this update in benchmarks/results/ yet: on a GPU, "
+    print("No GPU results for this update in benchmarks/results/ yet: on a GPU, "
           "'python -m qrlab.bench --suite paper-full --tables T6,T7' writes them.")
 else:
-    print(f"{'GPU (file)':34s} {'table':5} {'m':>6} {'p':>5} {'k':>5} {'update ms':>10} "
-          f"{'QR solve ms':>12} {'speed-up':>9} {'paper':>6}")
-    for r in gpu_rows:
-        ps_ = "-" if r.get("paper_speedup") is None else f"{r['paper_speedup']:.2f}"
-        print(f"{r['device'] + ' ' + r['dtype']:34s} {r['table']:5} {r['m']:6d} {r['p']:5d} "
-              f"{r['k']:5d} {r['t_update'] * 1e3:10.2f} {r['t_gels'] * 1e3:12.2f} "
-              f"{r['speedup_gels']:9.2f} {ps_:>6}")
+    print(course.results_table(gpu_rows, keys=("table", "m", "p", "k")))
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3), dpi=70)
-left.plot([r["p"] for r in live], [r["speedup_gels"] for r in live], "o-", label="qrlab")
-left.set_title(f"this machine, m={m_t}, n={n_t}, k={k_t}", fontsize=9)
-left.set_xlabel("p (columns removed)", fontsize=8)
-right.plot([c["m"] for c in t6], [c["paper_speedup"] for c in t6], "s--",
-           label="paper M2050 (Table 6)")
-for device in sorted({r["device"] for r in gpu_rows}):
-    cells = sorted((r for r in gpu_rows if r["device"] == device and r["table"] == "T6"),
-                   key=lambda r: r["m"])
-    if cells:
-        right.plot([r["m"] for r in cells], [r["speedup_gels"] for r in cells], "o-",
-                   label=f"qrlab {device}")
-right.set_title("000 Table 6 sizes (n=3000, p=500, k=0)", fontsize=9)
-right.set_xlabel("m (rows)", fontsize=8)
-for ax in (left, right):
-    ax.axhline(1, color="grey", lw=0.8)
-    ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 1.5, 2.0, 3.0, 5.0, 7.0)))
-    ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
-    ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.set_ylabel("speed-up over QR solve", fontsize=8)
-    ax.tick_params(labelsize=7)
-    ax.legend(fontsize=6)
-fig.tight_layout()
+fig = course.speedup_plot(live, "p", t6, [r for r in gpu_rows if r["table"] == "T6"],
+                          paper_x="m", xlabel="p (columns removed)", paper_xlabel="m (rows)",
+                          title=f"this machine, m={m_t}, n={n_t}, k={k_t}",
+                          paper_title="000 Table 6 sizes (n=3000, p=500, k=0)")
 plt.show()
 
 # %% [markdown]

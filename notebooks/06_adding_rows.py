@@ -18,25 +18,17 @@
 # 001; 000 swaps the letters.
 
 # %%
-import json
 import os
 
-# Timings on the CPU run both sides on one thread: at these sizes, waking BLAS threads
-# costs more than it saves (many times more on small virtual machines) and would hide
-# the algorithms behind thread start-up.  Set before NumPy loads its BLAS.
+# Time both sides on one thread on the CPU (see notebook 04).  Set before NumPy loads.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from pathlib import Path
-
 import matplotlib.pyplot as plt
-from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 import numpy as np
-import scipy.linalg
 
 import qrlab
-import qrlab.backend
 import qrlab.config
-from qrlab import bench, viz
+from qrlab import bench, course, viz
 from qrlab.patterns import trace
 
 np.set_printoptions(precision=3, suppress=True)
@@ -100,12 +92,14 @@ viz.animate(trace("insert_rows", m=8, n=6, p=4, k=8, nb=2))
 # ## Explore: any $m$, $n$, $p$, $k$
 #
 # Move the sliders to change the shape and the stage; tick "every wave / panel" to split
-# each block into its two stages as above.  The explorer uses qrlab's default panel width,
-# $n_b = \max(16, p)$ (at most 128), so small examples need a single block.  (The sliders
-# need a live kernel; the animation above is the static version.)
+# each block into its two stages as above.  This explorer draws panels of Fig. 4's width,
+# $n_b = 2$ (`nb=2`), so it starts on the three blocks above; without `nb` it would use
+# qrlab's default, $n_b = \max(16, p)$ (at most 128), and small examples would take a
+# single block.  (The sliders need a live kernel; the animation above is the static
+# version.)
 
 # %%
-explorer = viz.explorer("insert_rows", m=8, n=6, p=4, k=8)
+explorer = viz.explorer("insert_rows", m=8, n=6, p=4, k=8, nb=2)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -120,6 +114,8 @@ explorer
 w = explorer.widgets
 w["stage"].value = 1
 print(explorer.params, "->", explorer.frame.title)
+assert [f.title for f in explorer.frames] == [f.title for f in trace("insert_rows", 8, 6, 4, 8,
+                                                                     nb=2)]   # Fig. 4's blocks
 at_end = [f.R.copy() for f in explorer.frames]
 q_end = explorer.frames[-1].Q.copy()
 
@@ -132,7 +128,7 @@ print("R identical for k=0 and k=8; the new rows of Q~ move from the bottom to t
 
 w["m"].value = 30                                  # taller A, same n and p
 print(explorer.params, "->", [f.title for f in explorer.frames][1:-1])
-short = [f.title for f in trace("insert_rows", 8, 6, 4, 0)]
+short = [f.title for f in trace("insert_rows", 8, 6, 4, 0, nb=2)]
 assert [f.title for f in explorer.frames][1:-1] == short[1:-1]
 
 w["m"].value, w["k"].value = 8, 8
@@ -146,49 +142,14 @@ print("back to", explorer.params)
 # orthogonal, $\tilde R$ is upper triangular with *exact* zeros below the diagonal, and
 # $\tilde R$ is the R of `scipy.linalg.qr` of $\tilde A$ (and of SciPy's own `qr_insert`)
 # up to the signs of its rows.  The R-only update (`Q=None`) gives the same $\tilde R$.
-# Printed: the power of ten each error stays below (asserted; the values themselves vary
-# in their last digits from one BLAS to another).
+# `course.check_update` (in `qrlab/course.py`, the check of notebook 04 for every update)
+# runs the update on random data, raises unless $\tilde R$ is exactly triangular, and
+# returns the errors.  Printed: the power of ten each error stays below (asserted; the
+# values themselves vary in their last digits from one BLAS to another).
 
 # %%
-def order(x):
-    """An error as its order of magnitude (the power of ten just above it)."""
-    return "0" if x == 0 else f"1e{int(np.ceil(np.log10(x))):+03d}"
-
-
-def signed_like(R, R_ref):
-    """R with its rows' signs flipped to match R_ref's diagonal."""
-    d = min(R.shape)
-    sign = np.where(np.sign(np.diag(R)) == np.sign(np.diag(R_ref)), 1.0, -1.0)
-    out = np.array(R, dtype=float)
-    out[:d] *= sign[:, None]
-    return out
-
-
-def check(xp, m, n, p, k, seed):
-    """Add p random rows at k to a random m x n A on array module xp; return errors."""
-    rng = np.random.default_rng(seed)
-    A_h, U_h = rng.standard_normal((m, n)), rng.standard_normal((p, n))
-    A, U = xp.asarray(A_h), xp.asarray(U_h)
-    Q, R = xp.linalg.qr(A, mode="complete")
-    Q1, R1 = qrlab.qr_insert(Q, R, U, k, which="row")
-    R1_only = qrlab.qr_insert(None, R, U, k, which="row")
-    A1 = xp.concatenate([A[:k], U, A[k:]], axis=0)
-    Q, R, Q1, R1, R1_only, A1 = (qrlab.backend.to_numpy(a)
-                                 for a in (Q, R, Q1, R1, R1_only, A1))
-    assert np.all(np.tril(R1, -1) == 0), "R~ is not exactly upper triangular"
-    R_ref = scipy.linalg.qr(A1)[1]
-    R_sp = scipy.linalg.qr_insert(Q, R, U_h, k, which="row")[1]
-    scale = np.linalg.norm(A1)
-    return {"||Q~R~ - A~|| / ||A~||": np.linalg.norm(Q1 @ R1 - A1) / scale,
-            "||Q~^T Q~ - I||": np.linalg.norm(Q1.T @ Q1 - np.eye(m + p)),
-            "||R~ - R(scipy qr)|| / ||A~||": np.linalg.norm(signed_like(R1, R_ref) - R_ref) / scale,
-            "||R~ - R(scipy qr_insert)|| / ||A~||":
-                np.linalg.norm(signed_like(R1, R_sp) - R_sp) / scale,
-            "||R~(Q=None) - R~|| / ||A~||": np.linalg.norm(R1_only - R1) / scale}
-
-
 for shape in [(8, 6, 4, 8), (200, 120, 20, 37)]:
-    errors = check(np, *shape, seed=6)
+    errors = course.check_update("insert_rows", *shape, xp=np, seed=6)
     print("m, n, p, k =", shape)
     for name, value in errors.items():
         limit = 1e-13 if "Q~^T" in name and shape[0] > 20 else 1e-14
@@ -196,19 +157,14 @@ for shape in [(8, 6, 4, 8), (200, 120, 20, 37)]:
         print(f"  {name:38s} < {limit:.0e}")
 
 # %% [markdown]
-# On a GPU the same check runs on CuPy arrays (with CuPy in, CuPy comes out):
+# On a GPU the same check runs on CuPy arrays (with CuPy in, CuPy comes out;
+# `course.check_on_gpu` says which backend it found):
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-xp = qrlab.default_module()
-print("backend:", qrlab.backend.describe())
-if xp is not np:
-    for shape in [(8, 6, 4, 8), (2000, 1200, 200, 370)]:
-        errors = check(xp, *shape, seed=6)
-        print("m, n, p, k =", shape, {name: order(v) for name, v in errors.items()})
-        assert max(errors.values()) < 1e-11
-else:
-    print("no GPU here: the NumPy check above is the whole check")
+on_gpu = course.check_on_gpu("insert_rows", [(8, 6, 4, 8), (2000, 1200, 200, 370)], seed=6)
+for shape, errors in on_gpu.items():
+    assert max(errors.values()) < 1e-11, (shape, errors)
 
 # %% [markdown]
 # ## How much work?
@@ -219,22 +175,12 @@ else:
 # $$2\,(p+1)\,n^2 \qquad\text{for } R \text{ and } d,\text{ independent of } m,$$
 #
 # against $2n^2(m + p - n/3)$ for a Householder QR least-squares solve of the
-# $(m+p) \times n$ matrix $\tilde A$.  At the sizes of 000 Table 8 ($n = 3000$, $p = 500$):
+# $(m+p) \times n$ matrix $\tilde A$.  At the sizes of 000 Table 8 ($n = 3000$,
+# $p = 500$), over $m$ (`course.flop_sweep`):
 
 # %%
-def qr_flops(m, n):
-    """Householder QR of an m x n matrix (R and the reflectors): 2 n^2 (m - n/3)."""
-    return 2 * n * n * (m - n / 3)
-
-
 n, p = 3000, 500
-print(f"{'m':>6} {'update GFLOP':>13} {'QR solve GFLOP':>15} {'ratio':>6}")
-ratios = []
-for m in range(8000, 14001, 1000):
-    upd = bench.cost("insert_rows", m, n, p, 0, 4)[0]
-    full = qr_flops(m + p, n)
-    ratios.append(upd / full)
-    print(f"{m:6d} {upd / 1e9:13.1f} {full / 1e9:15.1f} {upd / full:6.3f}")
+ratios = course.flop_sweep("insert_rows", "m", range(8000, 14001, 1000), n=n, p=p, k=0)
 assert ratios == sorted(ratios, reverse=True) and ratios[0] < 0.1
 
 # %% [markdown]
@@ -247,27 +193,19 @@ assert ratios == sorted(ratios, reverse=True) and ratios[0] < 0.1
 # As in the papers (000 Section 5): the R-only update of $R$ and $d$ plus the triangular
 # solve for $x$, timed against a QR least-squares solve of $\tilde A$ (`bench.gels`:
 # `geqrf`, $Q^T b$, `trsm`), both on the same device, median of several runs on fresh
-# random rows (`bench.run_case` does both sides; `bench.Timer` uses CUDA events on a
-# GPU).  The sizes come from `QRLAB_SIZE`: small on a CPU, 000 Table 8's ($n = 3000$,
-# $p = 500$, $k = 0$, single precision) with `QRLAB_SIZE=paper`.
+# random rows (`bench.run_case` does both sides, `course.timing_sweep` over $m$;
+# `bench.Timer` uses CUDA events on a GPU).  The sizes come from `QRLAB_SIZE`: small on a
+# CPU, 000 Table 8's ($n = 3000$, $p = 500$, $k = 0$, single precision) with
+# `QRLAB_SIZE=paper`.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-xp = qrlab.default_module()
 n_t, p_t = qrlab.config.pick(small=(300, 50), paper=(3000, 500))
 ms = list(range(8 * n_t // 3, 14 * n_t // 3 + 1, n_t // 3))
 reps = qrlab.config.pick(small=3, paper=5)
-print(f"{qrlab.backend.describe()}; n={n_t}, p={p_t}, k=0, float32, median of {reps}")
-print(f"{'m':>6} {'update ms':>10} {'QR solve ms':>12} {'speed-up':>9} {'rel. err x':>11}")
-live = []
-for m in ms:
-    case = dict(table="live", op="insert_rows", m=m, n=n_t, p=p_t, k=0,
-                paper_cula=None, paper_update=None, paper_speedup=None)
-    r = bench.run_case(xp, case, "float32", reps)
-    live.append(r)
-    print(f"{m:6d} {r['t_update'] * 1e3:10.2f} {r['t_gels'] * 1e3:12.2f} "
-          f"{r['speedup_gels']:9.2f} {r['rel_err_x']:11.1e}")
-    assert r["rel_err_x"] < 1e-3
+live = course.timing_sweep("insert_rows", "m", ms, n=n_t, p=p_t, k=0, reps=reps)
+for r in live:
+    assert r["rel_err_x"] < 1e-3, r
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -297,65 +235,25 @@ for c in t8:
 assert [c["paper_speedup"] for c in t8] == sorted(c["paper_speedup"] for c in t8)
 assert max(c["paper_update"] for c in t8) - min(c["paper_update"] for c in t8) < 0.06
 
-
-# %%
-def committed_results(op, tables):
-    """Result rows for this update from benchmarks/results/*.json, with the GPU that
-    measured each ("device" field of the file)."""
-    folder = Path(qrlab.__file__).resolve().parent.parent / "benchmarks" / "results"
-    rows = []
-    for path in sorted(folder.glob("*.json")):
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if not isinstance(data, dict):
-            continue
-        for r in data.get("results", []):
-            if isinstance(r, dict) and r.get("op") == op and r.get("table") in tables:
-                rows.append(dict(r, device=data.get("device", path.stem),
-                                 dtype=data.get("dtype", "?"), file=path.name))
-    return folder, rows
-
+# %% [markdown]
+# GPU results of the same cells, where `benchmarks/results/` holds some, and the
+# speed-ups over $m$ beside the papers' (`course.load_results`, `course.results_table`
+# and `course.speedup_plot`, as in notebook 04):
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-folder, gpu_rows = committed_results("insert_rows", {"T8"})
+gpu_rows = course.load_results("insert_rows", {"T8"})
 if not gpu_rows:
     print("No GPU results for this update in benchmarks/results/ yet: on a GPU, "
           "'python -m qrlab.bench --suite paper --tables T8' writes them.")
 else:
-    print(f"{'GPU (file)':34s} {'m':>6} {'update ms':>10} {'QR solve ms':>12} "
-          f"{'speed-up':>9} {'paper':>6}")
-    for r in gpu_rows:
-        ps = "-" if r.get("paper_speedup") is None else f"{r['paper_speedup']:.2f}"
-        print(f"{r['device'] + ' ' + r['dtype']:34s} {r['m']:6d} "
-              f"{r['t_update'] * 1e3:10.2f} {r['t_gels'] * 1e3:12.2f} "
-              f"{r['speedup_gels']:9.2f} {ps:>6}")
+    print(course.results_table(gpu_rows, keys=("m",)))
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3), dpi=70)
-left.plot([r["m"] for r in live], [r["speedup_gels"] for r in live], "o-", label="qrlab")
-left.set_title(f"this machine, n={n_t}, p={p_t}, k=0", fontsize=9)
-right.plot([c["m"] for c in t8], [c["paper_speedup"] for c in t8], "s--",
-           label="paper M2050")
-for device in sorted({r["device"] for r in gpu_rows}):
-    cells = sorted((r for r in gpu_rows if r["device"] == device), key=lambda r: r["m"])
-    right.plot([r["m"] for r in cells], [r["speedup_gels"] for r in cells], "o-",
-               label=f"qrlab {device}")
-right.set_title("000 Table 8 sizes (n=3000, p=500, k=0)", fontsize=9)
-for ax in (left, right):
-    ax.axhline(1, color="grey", lw=0.8)
-    ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 1.5, 2.0, 3.0, 5.0, 7.0)))
-    ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
-    ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("m (rows before the update)", fontsize=8)
-    ax.set_ylabel("speed-up over QR solve", fontsize=8)
-    ax.tick_params(labelsize=7)
-    ax.legend(fontsize=6)
-fig.tight_layout()
+fig = course.speedup_plot(live, "m", t8, gpu_rows, xlabel="m (rows before the update)",
+                          title=f"this machine, n={n_t}, p={p_t}, k=0",
+                          paper_title="000 Table 8 sizes (n=3000, p=500, k=0)")
 plt.show()
 
 # %% [markdown]

@@ -18,25 +18,17 @@
 # $m \times n$ ($m$ rows, $n$ columns), as in 001; 000 swaps the letters.
 
 # %%
-import json
 import os
 
-# Timings on the CPU run both sides on one thread: at these sizes, waking BLAS threads
-# costs more than it saves (many times more on small virtual machines) and would hide
-# the algorithms behind thread start-up.  Set before NumPy loads its BLAS.
+# Time both sides on one thread on the CPU (see notebook 04).  Set before NumPy loads.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from pathlib import Path
-
 import matplotlib.pyplot as plt
-from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 import numpy as np
-import scipy.linalg
 
 import qrlab
-import qrlab.backend
 import qrlab.config
-from qrlab import bench, viz
+from qrlab import bench, course, viz
 from qrlab.patterns import trace
 
 np.set_printoptions(precision=3, suppress=True)
@@ -147,45 +139,15 @@ print("back to", explorer.params)
 # On random matrices (float64, NumPy): $\tilde Q \tilde R = \tilde A$, $\tilde Q$ is
 # orthogonal, $\tilde R$ is upper triangular with *exact* zeros below the diagonal, and
 # $\tilde R$ is the R of `scipy.linalg.qr` of $\tilde A$ (and of SciPy's own `qr_delete`)
-# up to the signs of its rows.  Printed: the power of ten each error stays below
-# (asserted; the values themselves vary in their last digits from one BLAS to another).
+# up to the signs of its rows.  `course.check_update` (in `qrlab/course.py`, the check of
+# notebook 04 for every update) runs the update on random data, raises unless $\tilde R$
+# is exactly triangular, and returns the errors.  Printed: the power of ten each error
+# stays below (asserted; the values themselves vary in their last digits from one BLAS to
+# another).
 
 # %%
-def order(x):
-    """An error as its order of magnitude (the power of ten just above it)."""
-    return "0" if x == 0 else f"1e{int(np.ceil(np.log10(x))):+03d}"
-
-
-def signed_like(R, R_ref):
-    """R with its rows' signs flipped to match R_ref's diagonal."""
-    d = min(R.shape)
-    sign = np.where(np.sign(np.diag(R)) == np.sign(np.diag(R_ref)), 1.0, -1.0)
-    out = np.array(R, dtype=float)
-    out[:d] *= sign[:, None]
-    return out
-
-
-def check(xp, m, n, p, k, seed):
-    """Remove p rows at k from a random m x n A on array module xp; return errors."""
-    rng = np.random.default_rng(seed)
-    A = xp.asarray(rng.standard_normal((m, n)))
-    Q, R = xp.linalg.qr(A, mode="complete")
-    Q1, R1 = qrlab.qr_delete(Q, R, k, p, which="row")
-    A1 = xp.concatenate([A[:k], A[k + p:]], axis=0)
-    Q, R, Q1, R1, A1 = (qrlab.backend.to_numpy(a) for a in (Q, R, Q1, R1, A1))
-    assert np.all(np.tril(R1, -1) == 0), "R~ is not exactly upper triangular"
-    R_ref = scipy.linalg.qr(A1)[1]
-    R_sp = scipy.linalg.qr_delete(Q, R, k, p, which="row")[1]
-    scale = np.linalg.norm(A1)
-    return {"||Q~R~ - A~|| / ||A~||": np.linalg.norm(Q1 @ R1 - A1) / scale,
-            "||Q~^T Q~ - I||": np.linalg.norm(Q1.T @ Q1 - np.eye(m - p)),
-            "||R~ - R(scipy qr)|| / ||A~||": np.linalg.norm(signed_like(R1, R_ref) - R_ref) / scale,
-            "||R~ - R(scipy qr_delete)|| / ||A~||":
-                np.linalg.norm(signed_like(R1, R_sp) - R_sp) / scale}
-
-
 for shape in [(12, 5, 4, 4), (200, 120, 20, 37)]:
-    errors = check(np, *shape, seed=7)
+    errors = course.check_update("delete_rows", *shape, xp=np, seed=7)
     print("m, n, p, k =", shape)
     for name, value in errors.items():
         limit = 1e-13 if "Q~^T" in name and shape[0] > 20 else 1e-14
@@ -193,19 +155,14 @@ for shape in [(12, 5, 4, 4), (200, 120, 20, 37)]:
         print(f"  {name:38s} < {limit:.0e}")
 
 # %% [markdown]
-# On a GPU the same check runs on CuPy arrays (with CuPy in, CuPy comes out):
+# On a GPU the same check runs on CuPy arrays (with CuPy in, CuPy comes out;
+# `course.check_on_gpu` says which backend it found):
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-xp = qrlab.default_module()
-print("backend:", qrlab.backend.describe())
-if xp is not np:
-    for shape in [(12, 5, 4, 4), (2000, 1200, 200, 370)]:
-        errors = check(xp, *shape, seed=7)
-        print("m, n, p, k =", shape, {name: order(v) for name, v in errors.items()})
-        assert max(errors.values()) < 1e-11
-else:
-    print("no GPU here: the NumPy check above is the whole check")
+on_gpu = course.check_on_gpu("delete_rows", [(12, 5, 4, 4), (2000, 1200, 200, 370)], seed=7)
+for shape, errors in on_gpu.items():
+    assert max(errors.values()) < 1e-11, (shape, errors)
 
 # %% [markdown]
 # ## How much work?
@@ -217,22 +174,11 @@ else:
 #
 # independent of $k$, against $2n^2(m - p - n/3)$ for a Householder QR least-squares
 # solve of the $(m-p) \times n$ matrix $\tilde A$.  At the sizes of 000 Table 10
-# ($m = 12000$, $n = 6000$):
+# ($m = 12000$, $n = 6000$), over $p$ (`course.flop_sweep`):
 
 # %%
-def qr_flops(m, n):
-    """Householder QR of an m x n matrix (R and the reflectors): 2 n^2 (m - n/3)."""
-    return 2 * n * n * (m - n / 3)
-
-
 m, n = 12000, 6000
-print(f"{'p':>5} {'update GFLOP':>13} {'QR solve GFLOP':>15} {'ratio':>6}")
-ratios = []
-for p in (20, 40, 60, 80, 100):
-    upd = bench.cost("delete_rows", m, n, p, 0, 4)[0]
-    full = qr_flops(m - p, n)
-    ratios.append(upd / full)
-    print(f"{p:5d} {upd / 1e9:13.1f} {full / 1e9:15.1f} {upd / full:6.3f}")
+ratios = course.flop_sweep("delete_rows", "p", (20, 40, 60, 80, 100), m=m, n=n, k=0)
 assert ratios == sorted(ratios) and ratios[-1] < 0.5
 
 # %% [markdown]
@@ -247,27 +193,18 @@ assert ratios == sorted(ratios) and ratios[-1] < 0.5
 # As in the papers (000 Section 5): the update of $Q$, $R$ and $d$ plus the triangular
 # solve for $x$, timed against a QR least-squares solve of $\tilde A$ (`bench.gels`:
 # `geqrf`, $Q^T b$, `trsm`), both on the same device, median of several runs
-# (`bench.run_case` does both sides; `bench.Timer` uses CUDA events on a GPU).  The sizes
-# come from `QRLAB_SIZE`: small on a CPU, 000 Table 10's ($m = 12000$, $n = 6000$,
-# $k = 0$, single precision) with `QRLAB_SIZE=paper`.
+# (`bench.run_case` does both sides, `course.timing_sweep` over $p$; `bench.Timer` uses
+# CUDA events on a GPU).  The sizes come from `QRLAB_SIZE`: small on a CPU, 000 Table
+# 10's ($m = 12000$, $n = 6000$, $k = 0$, single precision) with `QRLAB_SIZE=paper`.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-xp = qrlab.default_module()
 m_t, n_t = qrlab.config.pick(small=(1200, 600), paper=(12000, 6000))
 ps = qrlab.config.pick(small=(2, 4, 6, 8, 10), paper=(20, 40, 60, 80, 100))
 reps = qrlab.config.pick(small=3, paper=5)
-print(f"{qrlab.backend.describe()}; m={m_t}, n={n_t}, k=0, float32, median of {reps}")
-print(f"{'p':>5} {'update ms':>10} {'QR solve ms':>12} {'speed-up':>9} {'rel. err x':>11}")
-live = []
-for p in ps:
-    case = dict(table="live", op="delete_rows", m=m_t, n=n_t, p=p, k=0,
-                paper_cula=None, paper_update=None, paper_speedup=None)
-    r = bench.run_case(xp, case, "float32", reps)
-    live.append(r)
-    print(f"{p:5d} {r['t_update'] * 1e3:10.2f} {r['t_gels'] * 1e3:12.2f} "
-          f"{r['speedup_gels']:9.2f} {r['rel_err_x']:11.1e}")
-    assert r["rel_err_x"] < 1e-3
+live = course.timing_sweep("delete_rows", "p", ps, m=m_t, n=n_t, k=0, reps=reps)
+for r in live:
+    assert r["rel_err_x"] < 1e-3, r
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -300,70 +237,25 @@ for p in sorted({c["p"] for c in t10}):
     print(f"{p:5d}" + "".join(f" {cells[n]['paper_speedup']:8.2f}" for n in widths))
 assert {(c["n"], c["p"]) for c in t10 if c["paper_speedup"] > 1} == {(8000, 20), (10000, 20)}
 
-
-# %%
-def committed_results(op, tables):
-    """Result rows for this update from benchmarks/results/*.json, with the GPU that
-    measured each ("device" field of the file)."""
-    folder = Path(qrlab.__file__).resolve().parent.parent / "benchmarks" / "results"
-    rows = []
-    for path in sorted(folder.glob("*.json")):
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if not isinstance(data, dict):
-            continue
-        for r in data.get("results", []):
-            if isinstance(r, dict) and r.get("op") == op and r.get("table") in tables:
-                rows.append(dict(r, device=data.get("device", path.stem),
-                                 dtype=data.get("dtype", "?"), file=path.name))
-    return folder, rows
-
+# %% [markdown]
+# GPU results of the same cells, where `benchmarks/results/` holds some, and the
+# speed-ups over $p$ beside the papers' (`course.load_results`, `course.results_table`
+# and `course.speedup_plot`, as in notebook 04):
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-folder, gpu_rows = committed_results("delete_rows", {"T10"})
+gpu_rows = course.load_results("delete_rows", {"T10"})
 if not gpu_rows:
     print("No GPU results for this update in benchmarks/results/ yet: on a GPU, "
           "'python -m qrlab.bench --suite paper --tables T10' writes them.")
 else:
-    print(f"{'GPU (file)':34s} {'n':>6} {'p':>4} {'update ms':>10} {'QR solve ms':>12} "
-          f"{'speed-up':>9} {'paper':>6}")
-    for r in gpu_rows:
-        ps_ = "-" if r.get("paper_speedup") is None else f"{r['paper_speedup']:.2f}"
-        print(f"{r['device'] + ' ' + r['dtype']:34s} {r['n']:6d} {r['p']:4d} "
-              f"{r['t_update'] * 1e3:10.2f} {r['t_gels'] * 1e3:12.2f} "
-              f"{r['speedup_gels']:9.2f} {ps_:>6}")
+    print(course.results_table(gpu_rows, keys=("n", "p")))
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3), dpi=70)
-left.plot([r["p"] for r in live], [r["speedup_gels"] for r in live], "o-", label="qrlab")
-left.set_title(f"this machine, m={m_t}, n={n_t}, k=0", fontsize=9)
-for n in widths:
-    cells = sorted((c for c in t10 if c["n"] == n), key=lambda c: c["p"])
-    right.plot([c["p"] for c in cells], [c["paper_speedup"] for c in cells], "s--",
-               label=f"paper M2050, n={n}")
-for device in sorted({r["device"] for r in gpu_rows}):
-    for n in widths:
-        cells = sorted((r for r in gpu_rows if r["device"] == device and r["n"] == n),
-                       key=lambda r: r["p"])
-        if cells:
-            right.plot([r["p"] for r in cells], [r["speedup_gels"] for r in cells], "o-",
-                       label=f"qrlab {device}, n={n}")
-right.set_title("000 Table 10 sizes (m=12000, k=0)", fontsize=9)
-for ax in (left, right):
-    ax.axhline(1, color="grey", lw=0.8)
-    ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 1.5, 2.0, 3.0, 5.0, 7.0)))
-    ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
-    ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("p (rows removed)", fontsize=8)
-    ax.set_ylabel("speed-up over QR solve", fontsize=8)
-    ax.tick_params(labelsize=7)
-    ax.legend(fontsize=6)
-fig.tight_layout()
+fig = course.speedup_plot(live, "p", t10, gpu_rows, by="n", xlabel="p (rows removed)",
+                          title=f"this machine, m={m_t}, n={n_t}, k=0",
+                          paper_title="000 Table 10 sizes (m=12000, k=0)")
 plt.show()
 
 # %% [markdown]

@@ -22,9 +22,7 @@
 # Throughout, the ratio is $\text{recompute} / \text{update}$: above 1, updating wins.
 
 # %%
-import json
 import math
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -32,6 +30,7 @@ import numpy as np
 import qrlab
 import qrlab.backend
 import qrlab.config
+from qrlab import course
 from qrlab.bench import cost, run_case
 
 OPS = {"insert_rows": "adding rows", "delete_cols": "removing columns",
@@ -53,21 +52,11 @@ RETURNS_Q = ("insert_cols", "delete_rows")     # the updates that form the new Q
 # | removing columns | $2(p+1)(n-k-p)^2$ | the same, on the $n-k-p$ columns right of the gap |
 # | removing rows | $6pm(m+n)$ | $p$ sweeps of rotations through $Q$ and $R$ |
 # | adding columns | $2m^2p + 4m(m-n)p + 6p(n-k)(m+n+p-k)$ | $Q^TU$, reflectors below row $n$, rotations above |
+#
+# `course.qr_flops(m, n, full_q)` (in `qrlab/course.py`, shared with notebooks 04-07)
+# counts the recomputation of the changed matrix, whose shape is `course.new_shape`.
 
 # %%
-def qr_flops(m, n, full_q):
-    """Householder QR of an m x n matrix; with full_q, also forming the m x m Q."""
-    flops = 2 * m * n * n - 2 * n ** 3 / 3
-    if full_q:
-        flops += 4 * (m * m * n - m * n * n + n ** 3 / 3)
-    return flops
-
-
-def new_shape(op, m, n, p):
-    return {"insert_rows": (m + p, n), "delete_rows": (m - p, n),
-            "insert_cols": (m, n + p), "delete_cols": (m, n - p)}[op]
-
-
 def valid(op, m, n, p, k):
     if op == "delete_cols":
         return 0 <= k and k + p <= n and p < n
@@ -84,7 +73,8 @@ def count_ratio(op, m, n, p, k):
     if not valid(op, m, n, p, k):
         return math.nan
     update = cost(op, m, n, p, k, 4)[0]
-    return qr_flops(*new_shape(op, m, n, p), op in RETURNS_Q) / update if update else math.inf
+    return (course.qr_flops(*course.new_shape(op, m, n, p), full_q=op in RETURNS_Q) / update
+            if update else math.inf)
 
 
 # %% [markdown]
@@ -127,7 +117,7 @@ assert break_even("insert_cols", M, N, 0) == 920
 assert break_even("insert_cols", M, N, N // 2) > break_even("insert_cols", M, N, 0)
 # removing rows / adding columns on a tall matrix: ratio -> 2 n~ / (3 p), whatever m
 for op in RETURNS_Q:
-    nt = new_shape(op, 10 ** 6, 300, 100)[1]
+    nt = course.new_shape(op, 10 ** 6, 300, 100)[1]
     assert abs(count_ratio(op, 10 ** 6, 300, 100, 0) / (2 * nt / 300) - 1) < 0.01
 # adding rows: the update's cost is independent of m, so the ratio grows with m
 assert (count_ratio("insert_rows", 16000, N, 100, 0)
@@ -227,25 +217,23 @@ for r in measured:
 #
 # `python -m qrlab.bench --suite paper` writes its measurements to
 # `benchmarks/results/<GPU>-<dtype>.json`, each case with the same ratio (`speedup_same`)
-# measured on that GPU.  The figure puts every measured case, from this machine and from
+# measured on that GPU (`course.load_results` reads them all, one row per case, each with
+# its GPU and precision).  The figure puts every measured case, from this machine and from
 # any committed results, against its flop ratio: points on the diagonal run as fast as
 # their flop counts predict; points below it are slower than their arithmetic.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-results_dir = Path(qrlab.__file__).resolve().parent.parent / "benchmarks" / "results"
-loaded = []
-for path in sorted(results_dir.glob("*.json")) if results_dir.is_dir() else []:
-    try:
-        data = json.loads(path.read_text())
-        loaded.append((f"{data['device']} ({data['dtype']})", data["results"]))
-    except (OSError, ValueError, KeyError) as exc:
-        print(f"skipping {path.name}: {exc}")
+committed = course.load_results()
+loaded = []                                       # (label, rows): one series per GPU
+for device, dtype in sorted({(r["device"], r["dtype"]) for r in committed}):
+    rows = [r for r in committed if r["device"] == device and r["dtype"] == dtype]
+    loaded.append((f"{device} ({dtype})", rows))
 if loaded:
     for label, rows in loaded:
-        print(f"{label}: {len(rows)} cases from {results_dir.name}/")
+        print(f"{label}: {len(rows)} cases from {course.RESULTS.name}/")
 else:
-    print(f"No GPU results in {results_dir} yet: run "
+    print(f"No GPU results in {course.RESULTS} yet: run "
           "'python -m qrlab.bench --suite paper' on a GPU to add some.")
 
 here = f"this machine ({'GPU' if xp is not np else 'CPU'}, m={m}, n={n})"

@@ -127,7 +127,7 @@ def text(frame: Frame, markers: bool = True, show: str | None = None) -> str:
     >>> from qrlab.patterns import trace
     >>> from qrlab.viz import text
     >>> print(text(trace('insert_cols', 5, 3, 1, 1)[2]))
-    Stage 2: Givens sweeps up the 1 new columns
+    Stage 2: Givens sweeps up the 1 new column
     R (5x4)
           b
         0 1 2 3
@@ -427,14 +427,20 @@ class Explorer:
     Slider ranges follow the operation: ``p <= n`` and ``k <= n - p`` when removing
     columns, ``k <= n`` when adding columns, ``p < m`` and ``k <= m - p`` when removing
     rows, ``k <= m`` when adding rows; ``k`` is unused by the rank-p update.
+
+    ``nb`` (fixed for the explorer's life) is the Householder panel width every trace
+    uses, as :func:`qrlab.patterns.trace` takes it; ``None`` leaves it to the executor.
     """
 
     def __init__(self, op="delete_cols", m=8, n=5, p=2, k=1, view="both", max_size=40,
-                 dpi=60):
+                 dpi=60, nb=None):
         import ipywidgets as W
         if op not in KINDS:
             raise ValueError(f"op must be one of {KINDS}, not {op!r}")
+        if nb is not None and (int(nb) != nb or nb < 1):
+            raise ValueError(f"nb must be a positive integer or None, not {nb!r}")
         self.view, self.max_size, self.dpi = view, max_size, dpi
+        self.nb = None if nb is None else int(nb)
         self.widgets = {
             "op": W.Dropdown(options=[(_LABELS[o], o) for o in KINDS], value=op,
                              description="update"),
@@ -503,7 +509,7 @@ class Explorer:
     def _retrace(self):
         start = time.perf_counter()
         op, m, n, p, k = self.params
-        self.frames = trace(op, m, n, p, k, detail=self.widgets["detail"].value)
+        self.frames = trace(op, m, n, p, k, nb=self.nb, detail=self.widgets["detail"].value)
         w = self.widgets
         self._busy = True
         try:
@@ -549,7 +555,7 @@ class Explorer:
 
 
 def explorer(op: str = "delete_cols", m: int = 8, n: int = 5, p: int = 2, k: int = 1,
-             view: str = "both", max_size: int = 40) -> Explorer:
+             view: str = "both", max_size: int = 40, nb: int | None = None) -> Explorer:
     """An ipywidgets explorer of an update's fill pattern, stage by stage.
 
     Parameters
@@ -562,11 +568,22 @@ def explorer(op: str = "delete_cols", m: int = 8, n: int = 5, p: int = 2, k: int
         Draw a figure, a text grid, or both.
     max_size : int
         Largest ``m``, ``n`` and ``p`` the sliders offer.
+    nb : int, optional
+        Householder panel width, passed to :func:`qrlab.patterns.trace` for every redraw
+        (default ``None``: the executor's own, :func:`qrlab.stages.default_block`, at
+        least 16).  Only the blocked updates use it: removing columns, adding rows and
+        the rank-p update; ``nb=2`` draws the two-column panels of 001 Figs. 3 and 4.
 
     Returns
     -------
     Explorer
         Displays itself in Jupyter; see :class:`Explorer` for the state it exposes.
+
+    Raises
+    ------
+    ValueError
+        If ``op`` is not an update :func:`qrlab.patterns.trace` knows, or ``nb`` is not a
+        positive integer.
 
     Examples
     --------
@@ -575,8 +592,11 @@ def explorer(op: str = "delete_cols", m: int = 8, n: int = 5, p: int = 2, k: int
     >>> ex.widgets['p'].value = 2
     >>> int(ex.frame.blue_R.all(axis=0).sum())
     2
+    >>> ex = explorer('insert_rows', m=8, n=6, p=4, k=8, view='text', nb=2)
+    >>> sum(f.step == 'stage' for f in ex.frames)       # three panels of two columns
+    3
     """
-    return Explorer(op, m, n, p, k, view, max_size)
+    return Explorer(op, m, n, p, k, view, max_size, nb=nb)
 
 
 # ------------------------------------------------------------------------------------

@@ -273,6 +273,31 @@ def test_explorer_keeps_ranges_consistent():
     assert w["stage"].value <= w["stage"].max == len(ex.frames) - 1
 
 
+def test_explorer_panel_width():
+    """nb reaches every trace the explorer draws: 001 Fig. 3 and Fig. 4 in panels of 2."""
+    ex = explorer("delete_cols", m=10, n=8, p=3, k=2, view="text", nb=2)
+    titles = [f.title for f in ex.frames]
+    assert titles == [f.title for f in trace("delete_cols", 10, 8, 3, 2, nb=2)]
+    assert sum(f.step == "stage" for f in ex.frames) == 2                   # Fig. 3: two blocks
+    assert sum(f.step == "stage" for f in explorer("delete_cols", m=10, n=8, p=3, k=2,
+                                                   view="text").frames) == 1   # default nb
+    w = ex.widgets
+    w["m"].value, w["n"].value, w["k"].value, w["p"].value = 40, 40, 0, 1
+    assert sum(f.step == "stage" for f in ex.frames) == 20                  # 39 columns, by 2
+    w["op"].value = "insert_rows"                                           # Fig. 4's update
+    w["m"].value, w["n"].value, w["p"].value, w["k"].value = 8, 6, 4, 8
+    assert [f.title for f in ex.frames] == [f.title for f in trace("insert_rows", 8, 6, 4, 8,
+                                                                   nb=2)]
+    assert sum(f.step == "stage" for f in ex.frames) == 3
+    w["detail"].value = True
+    assert len(ex.frames) == len(trace("insert_rows", 8, 6, 4, 8, nb=2, detail=True))
+    w["op"].value = "insert_cols"                   # no Householder panels: nb changes nothing
+    assert [f.title for f in ex.frames] == [f.title for f in trace(*ex.params, detail=True)]
+    for bad in (0, -1, 1.5):
+        with pytest.raises(ValueError, match="nb"):
+            explorer("delete_cols", view="text", nb=bad)
+
+
 def test_explorer_figure_view():
     ex = explorer("delete_rows", m=8, n=4, p=2, k=3, view="both")
     assert ex.image.value[:4] == b"\x89PNG" and "<pre" in ex.pre.value
