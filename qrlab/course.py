@@ -458,7 +458,7 @@ def timing_sweep(op: str, over: str, values, *, m=None, n=None, p=None, k=None, 
     Raises
     ------
     ValueError
-        If ``op`` or ``over`` is unknown, or the other three sizes are not all given.
+        As :func:`flop_sweep` does: for an unknown update or size, or a size left out.
 
     Examples
     --------
