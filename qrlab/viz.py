@@ -454,7 +454,8 @@ class Explorer:
         }
         # jslink: the Play button drives the slider in the browser, no kernel round trip
         W.jslink((self.widgets["play"], "value"), (self.widgets["stage"], "value"))
-        self.image = W.Image(format="png")
+        # without align_self the VBox stretches the PNG to its full width, blurring it
+        self.image = W.Image(format="png", layout=W.Layout(align_self="flex-start"))
         self.pre = W.HTML()
         self._busy = False
         self._fig = None
