@@ -71,20 +71,24 @@ class Executor:
     # -- Householder panels ---------------------------------------------------------
     def reflect(self, op: Reflect, Q, R):
         xp = array_module(R)
-        rows = op.row_list()
-        rows_ix = xp.asarray(rows) if len(op.rows) > 1 else slice(op.rows[0][0], op.rows[0][1])
+        rows = xp.asarray(op.row_list()) if len(op.rows) > 1 else slice(*op.rows[0])
         c0, c1 = op.cols
-        panel = R[rows_ix, c0:c1]
-        V, tau, Rp = panel_qr(panel)
-        T = wy_factor(V, tau)
+        panel = R[rows, c0:c1]
+        V, T, Rp = self.factor_panel(panel)
         # The panel becomes [Rp; 0] with the eliminated entries exactly zero.
         new_panel = xp.zeros_like(panel)
         new_panel[: Rp.shape[0]] = Rp
-        R[rows_ix, c0:c1] = new_panel
+        R[rows, c0:c1] = new_panel
         if c1 < R.shape[1]:
-            R[rows_ix, c1:] = apply_wy_left(V, T, R[rows_ix, c1:])
+            R[rows, c1:] = apply_wy_left(V, T, R[rows, c1:])
         if Q is not None:
-            Q[:, rows_ix] = apply_wy_right(Q[:, rows_ix], V, T)
+            Q[:, rows] = apply_wy_right(Q[:, rows], V, T)
+
+    def factor_panel(self, panel):
+        """Householder QR of one panel: ``V`` (unit lower trapezoidal), the compact WY
+        ``T`` with ``H_1 ... H_w = I - V T V^H``, and the triangle ``Rp``."""
+        V, tau, Rp = panel_qr(panel)
+        return V, wy_factor(V, tau), Rp
 
     # -- Givens sweeps ----------------------------------------------------------------
     def sweeps(self, op: Sweeps, Q, R):

@@ -28,7 +28,6 @@ from pathlib import Path
 import numpy as np
 
 from .executor import Executor
-from .householder import apply_wy_left, apply_wy_right
 from .stages import Sweeps
 
 __all__ = ["GpuExecutor", "kernels"]
@@ -83,32 +82,23 @@ class GpuExecutor(Executor):
             nb //= 2
         return nb
 
-    def reflect(self, op, Q, R):
+    def factor_panel(self, panel):
         import cupy as cp
 
-        h, w = op.height, op.width
-        smem = (h * w + 34) * R.dtype.itemsize
-        if (R.dtype.kind == "c" or R.dtype.itemsize not in (4, 8) or h < w
+        h, w = panel.shape
+        smem = (h * w + 34) * panel.dtype.itemsize
+        if (panel.dtype.kind == "c" or panel.dtype.itemsize not in (4, 8) or h < w
                 or smem > _SMEM_LIMIT):
-            return super().reflect(op, Q, R)
-        rows = (cp.asarray(op.row_list()) if len(op.rows) > 1
-                else slice(op.rows[0][0], op.rows[0][1]))
-        c0, c1 = op.cols
-        P = cp.ascontiguousarray(R[rows, c0:c1])
-        tau = cp.empty(w, dtype=R.dtype)
-        T = cp.empty((w, w), dtype=R.dtype)
-        fn = kernels().get_function("panel_qr_" + ("f32" if R.dtype.itemsize == 4 else "f64"))
+            return super().factor_panel(panel)
+        P = cp.ascontiguousarray(panel)
+        tau = cp.empty(w, dtype=P.dtype)
+        T = cp.empty((w, w), dtype=P.dtype)
+        fn = kernels().get_function("panel_qr_" + ("f32" if P.dtype.itemsize == 4 else "f64"))
         fn.max_dynamic_shared_size_bytes = smem
         fn((1,), (self.threads,), (P, np.int32(h), np.int32(w), tau, T), shared_mem=smem)
         V = cp.tril(P, -1)
         V[cp.arange(w), cp.arange(w)] = 1
-        P = cp.triu(P)
-        P[w:] = 0
-        R[rows, c0:c1] = P
-        if c1 < R.shape[1]:
-            R[rows, c1:] = apply_wy_left(V, T, R[rows, c1:])
-        if Q is not None:
-            Q[:, rows] = apply_wy_right(Q[:, rows], V, T)
+        return V, T, cp.triu(P[:w])
 
     def sweeps(self, op: Sweeps, Q, R):
         if self.method == "paper" or R.dtype.kind == "c" or R.dtype.itemsize not in (4, 8):
