@@ -89,6 +89,12 @@ def array_module(*arrays):
 
     Non-array inputs (lists, scalars) count as NumPy, like ``numpy.asarray`` would take them.
 
+    Examples
+    --------
+    >>> import numpy as np
+    >>> array_module(np.ones(3), None, [1.0]) is np
+    True
+
     Raises
     ------
     TypeError

@@ -15,6 +15,22 @@ is eliminated where; this module says *how* on dense arrays:
 
 The GPU executor (:mod:`qrlab.gpu`) subclasses this one and replaces the hot loops by
 fused CUDA kernels; the pattern executor (:mod:`qrlab.patterns`) mirrors it on masks.
+
+Examples
+--------
+Run the plan of removing column 1 on the R of a 6 x 4 matrix (Q-less):
+
+>>> import numpy as np
+>>> from qrlab import stages
+>>> from qrlab.executor import Executor
+>>> A = np.random.default_rng(0).standard_normal((6, 4))
+>>> R = np.linalg.qr(A, mode="r")
+>>> R_w = np.delete(R, 1, axis=1)                  # setup: R with the column removed
+>>> _ = Executor().run(stages.plan_delete_cols(4, 4, 1, 1), None, R_w)
+>>> bool(np.all(np.tril(R_w, -1) == 0))
+True
+>>> bool(np.allclose(abs(R_w[:3]), abs(np.linalg.qr(np.delete(A, 1, axis=1), mode="r"))))
+True
 """
 from __future__ import annotations
 

@@ -11,7 +11,6 @@ CuPy).
 """
 from __future__ import annotations
 
-import numpy as np
 
 from .backend import array_module
 

@@ -28,6 +28,20 @@ The plan holds no numbers: executors run it.  The NumPy/CuPy executor
 (:mod:`qrlab.executor`) applies it to arrays; the pattern executor (:mod:`qrlab.patterns`)
 applies it to zero/nonzero masks to draw the papers' figures.  Plans are built by the
 ``plan_*`` functions below from shapes alone.
+
+Examples
+--------
+Removing p = 3 columns at k = 2 from a 10 x 8 R (001 Fig. 3) in panels of two columns:
+
+>>> from qrlab import stages
+>>> plan = stages.plan_delete_cols(10, 8, 2, 3, nb=2)
+>>> for stage in plan.stages:
+...     print(stage.title)
+Remove columns: block 1: Householder on columns 2-3, rows 2-6
+Remove columns: block 2: Householder on columns 4-4, rows 4-7
+>>> sweeps = stages.plan_delete_rows(6, 3, 2).stages[0].ops[0]
+>>> [len(wave) for wave in sweeps.waves()]      # the pipelined schedule: 2 sweeps, 2 rows apart
+[1, 1, 2, 2, 1, 1]
 """
 from __future__ import annotations
 
