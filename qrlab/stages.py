@@ -41,7 +41,7 @@ Remove columns: block 1: Householder on columns 2-3, rows 2-6
 Remove columns: block 2: Householder on columns 4-4, rows 4-7
 >>> sweeps = stages.plan_delete_rows(6, 3, 2).stages[0].ops[0]
 >>> [len(wave) for wave in sweeps.waves()]      # the pipelined schedule: 2 sweeps, 2 rows apart
-[1, 1, 2, 2, 1, 1]
+[1, 1, 2, 2, 2, 1]
 """
 from __future__ import annotations
 
