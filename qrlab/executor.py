@@ -111,17 +111,9 @@ class Executor:
         xp = array_module(R)
         l0, l1 = op.lines
         # Phase 1: every rotation, computed on the driver lines alone.
-        if op.driver == "R":
-            D = R[:, l0:l1].copy()
-        else:
-            D = Q[l0:l1, :].conj().T.copy()
+        D = self.take_driver(op, Q, R)
         waves = [self._compute_wave(xp, D, wave) for wave in op.waves()]
-        if op.driver == "R":
-            R[:, l0:l1] = D
-            q_rows = slice(None)
-        else:
-            Q[l0:l1, :] = D.conj().T
-            q_rows = slice(l1, None)
+        q_rows = self.put_driver(op, Q, R, D)
         # Phase 2: the same rotations on the rest of R and Q.
         a0, a1 = op.apply_cols
         a1 = R.shape[1] if a1 is None else a1
@@ -141,6 +133,24 @@ class Executor:
             R[:, a0:a1] = Rc
         if Qc is not None:
             Q[q_rows, :] = Qc
+
+    @staticmethod
+    def take_driver(op: Sweeps, Q, R):
+        """A contiguous copy of the driver lines as rows of ``M = [R, Q^H]``: the
+        columns ``lines`` of R, or the rows ``lines`` of Q transposed and conjugated."""
+        l0, l1 = op.lines
+        return R[:, l0:l1].copy() if op.driver == "R" else Q[l0:l1, :].conj().T.copy()
+
+    @staticmethod
+    def put_driver(op: Sweeps, Q, R, D):
+        """Write the reduced driver lines back; return the rows of Q the rotations must
+        still reach (all of them, or those below a driver made of rows of Q)."""
+        l0, l1 = op.lines
+        if op.driver == "R":
+            R[:, l0:l1] = D
+            return slice(None)
+        Q[l0:l1, :] = D.conj().T
+        return slice(l1, None)
 
     @staticmethod
     def _compute_wave(xp, D, wave):

@@ -117,10 +117,7 @@ class GpuExecutor(Executor):
         bottoms = cp.asarray(op.bottoms, dtype=cp.int32)
 
         # 1. all rotations, computed on the driver lines
-        if op.driver == "R":
-            D = cp.ascontiguousarray(R[:, l0:l1])
-        else:
-            D = cp.ascontiguousarray(Q[l0:l1, :].T)
+        D = self.take_driver(op, Q, R)
         C = cp.empty((nwaves, p), dtype=dt)
         S = cp.empty((nwaves, p), dtype=dt)
         smem = p * (2 * dt.itemsize + 4 + 16)
@@ -132,12 +129,7 @@ class GpuExecutor(Executor):
         fn.max_dynamic_shared_size_bytes = smem
         fn((1,), (self.threads,), (D, np.int32(p), tops, bottoms, np.int32(B),
                                    np.int32(nwaves), C, S), shared_mem=smem)
-        if op.driver == "R":
-            R[:, l0:l1] = D
-            q_rows = slice(None)
-        else:
-            Q[l0:l1, :] = D.T
-            q_rows = slice(l1, None)
+        q_rows = self.put_driver(op, Q, R, D)
 
         # 2. rotations of each group of waves multiplied into G
         nbw = self.wave_block or max(32, 2 * p)
