@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backend import array_module, to_numpy
+from .backend import array_module, executor_for, to_numpy
 
 __all__ = ["cholesky_update", "cholesky_downdate", "DEFAULT_BLOCK_SIZE"]
 
@@ -72,7 +72,9 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
     block_size : int, optional
         Panel width of the blocked method. Default ``min(n, 64)`` for NumPy arrays and
         ``min(n, 256)`` for CuPy arrays (``DEFAULT_BLOCK_SIZE``, see Notes). Ignored by
-        the rotation methods.
+        the rotation methods. With CuPy arrays and ``block_size=None`` the blocked method
+        runs in fused kernels instead (panels of up to 32 columns, one launch each, see
+        Notes); giving a `block_size` selects the array-operation panels.
     panel : {'cholesky', 'householder'}, optional
         How the blocked method factors each panel (the results agree to rounding):
         ``'cholesky'`` (default) by one Cholesky factorization of the panel's b x b
@@ -137,6 +139,14 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
     columns by three matrix products::
 
         P = T^T (C + s Vp^T W_t);   C -= P;   W_t -= Vp P
+
+    **On a GPU** (CuPy arrays, ``block_size=None``) each panel of ``w <= 32`` columns is
+    one launch of ``qrlab/kernels/reflect.cu``: every thread block keeps the
+    ``(w + k) x w`` panel in shared memory, builds its ``w`` reflectors column by column
+    and applies them, in the compact WY form above, to its own 32 trailing columns of
+    ``[R; W]``. ``R`` is read once and written once; ``W`` is read and written once per
+    panel. A breakdown is recorded on the device and raised after the last panel (one
+    synchronisation per call).
 
     ``C`` (``b x m``) is the panel's rows of ``R``: each row of ``R`` is read and written
     once in the whole update, while ``W_t`` (``k x m``) is read and written once per panel.
@@ -258,6 +268,9 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
     s = -1 if downdate else 1
 
     if method == "blocked":
+        executor = executor_for(xp)
+        if block_size is None and executor.fuses_triangle(R.dtype, V2.shape[1]):
+            return _fused(executor, R, V2, s, overwrite)
         nb = min(n, DEFAULT_BLOCK_SIZE[xp.__name__] if block_size is None else int(block_size))
         W = V2.T.copy()                         # private working copy, k x n (C order)
         if overwrite:
@@ -390,6 +403,24 @@ def _blocked(R, W, s, nb, panel, out, staged):
             R[j0:j1, j1:] = R[j1:, j0:j1].T
             R[j1:, j0:j1] = 0
             R[j0:j1, j0:j1] = xp.triu(R[j0:j1, j0:j1].T, 1) + xp.diag(diag[j0:j1])
+
+
+def _fused(executor, R, V, s, overwrite):
+    """The blocked method in fused kernels (a GPU executor): one launch per panel of up to
+    32 columns, each building the panel's reflectors column by column and applying them to
+    the trailing columns (``qrlab/kernels/reflect.cu``). R is only read until the whole
+    update has succeeded."""
+    xp = array_module(R)
+    flip = -xp.sign(xp.diagonal(R))            # negative diagonal in, positive out
+    R1 = xp.ascontiguousarray(xp.triu(R) * flip[:, None])
+    W = V.T.copy()                             # k x n, C order; V is the caller's
+    j = executor.triangle_update(R1, W, s)
+    if j >= 0:
+        raise _breakdown(j, s)
+    if overwrite:
+        R[...] = R1
+        return R
+    return R1
 
 
 def _householder_panel(Rp, Wp, s, j0):

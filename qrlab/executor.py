@@ -106,6 +106,13 @@ class Executor:
         V, tau, Rp = panel_qr(panel)
         return V, wy_factor(V, tau), Rp
 
+    def fuses_triangle(self, dtype, k):
+        """Whether this executor reduces ``[R; W]`` (``W`` with ``k`` rows) in fused
+        kernels (:meth:`qrlab.gpu.GpuExecutor.triangle_update`); the reference executor
+        does not, and :mod:`qrlab.cholesky` then runs its array-operation panels."""
+        del dtype, k
+        return False
+
     # -- Givens sweeps ----------------------------------------------------------------
     def sweeps(self, op: Sweeps, Q, R):
         xp = array_module(R)

@@ -28,11 +28,13 @@ from pathlib import Path
 import numpy as np
 
 from .executor import Executor
-from .stages import Sweeps
+from .householder import apply_wy_right, wy_factor
+from .stages import Reflect, Sweeps
 
 __all__ = ["GpuExecutor", "kernels"]
 
-_SOURCES = [Path(__file__).with_name("kernels") / name for name in ("sweeps.cu", "panel.cu")]
+_SOURCES = [Path(__file__).with_name("kernels") / name
+            for name in ("sweeps.cu", "panel.cu", "reflect.cu")]
 _SMEM_LIMIT = 200 * 1024            # dynamic shared memory a panel may use (H100: 227 KB)
 
 
@@ -42,6 +44,11 @@ def kernels():
     import cupy as cp
     return cp.RawModule(code="\n".join(p.read_text() for p in _SOURCES),
                         options=("-std=c++17",))
+
+
+def _reflect_smem(h, w, size):
+    """Dynamic shared memory of ``reflect_panel``: panel, G, Y, tau and dots."""
+    return (h * w + w * w + 32 * w + 2 * w) * size
 
 
 def wave_rows(op: Sweeps):
@@ -74,13 +81,89 @@ class GpuExecutor(Executor):
     global_sweeps = False
 
     def panel_width(self, p, dtype):
-        """The widest panel (up to 128 columns, at least 8) whose ``(p + nb) x nb`` block
-        fits the shared memory of :func:`panel_qr`; wider panels mean fewer launches."""
+        """Columns per Householder panel for a block of ``p``: the widest of 32, 16, 8 whose
+        ``(p + w) x w`` panel fits the shared memory of the fused panel kernel
+        (``kernels/reflect.cu``), else the widest up to 128 that fits :func:`panel_qr`."""
         size = np.dtype(dtype).itemsize
+        for w in (32, 16, 8):
+            if _reflect_smem(p + w, w, size) <= _SMEM_LIMIT:
+                return w
         nb = 128
         while nb > 8 and (p + nb) * nb * size > _SMEM_LIMIT:
             nb //= 2
         return nb
+
+    # -- Householder panels: one fused launch each ------------------------------------
+    def reflect(self, op: Reflect, Q, R):
+        """Factor the panel and apply it to the trailing columns of R in one launch
+        (``reflect_panel``); Q, when kept, gets the same reflectors by three GEMMs."""
+        w, h = op.width, op.height
+        (a0, a1), (b0, b1) = op.rows[0], (op.rows[1] if len(op.rows) == 2 else (0, 0))
+        if (not self.fusable(R.dtype, h, w) or len(op.rows) > 2 or a1 - a0 < w
+                or not R.flags.c_contiguous):
+            return super().reflect(op, Q, R)
+        import cupy as cp
+        V = tau = None
+        if Q is not None:
+            V = cp.empty((h, w), dtype=R.dtype)
+            tau = cp.empty(w, dtype=R.dtype)
+        self.launch_reflect(R, a0, a1 - a0, R, b0, b1 - b0, 1, False, op.cols[0], w,
+                            R.shape[1], V, tau)
+        if Q is not None:
+            rows = cp.asarray(op.row_list()) if len(op.rows) > 1 else slice(a0, a1)
+            Q[:, rows] = apply_wy_right(Q[:, rows], V, wy_factor(V, tau))
+
+    @staticmethod
+    def fusable(dtype, h, w):
+        """Whether ``reflect_panel`` takes an ``h x w`` panel of ``dtype``."""
+        dtype = np.dtype(dtype)
+        return (dtype.kind == "f" and dtype.itemsize in (4, 8) and 1 <= w <= 32 and h >= w
+                and _reflect_smem(h, w, dtype.itemsize) <= _SMEM_LIMIT)
+
+    def launch_reflect(self, A, a0, ha, B, b0, hb, sgn, positive, c0, w, ncols, V=None,
+                       tau=None, fail=None):
+        """One launch of ``reflect_panel``: the panel of rows ``A[a0:a0+ha]`` and
+        ``B[b0:b0+hb]``, columns ``c0:c0+w``, reduced and applied to columns ``c0+w:ncols``
+        under the signature ``diag(1, sgn)`` (see ``kernels/reflect.cu``)."""
+        import cupy as cp
+        dt = A.dtype
+        if getattr(self, "_scratch", None) is None:     # one per executor (per update):
+            self._scratch = cp.zeros(2, dtype=cp.int32)  # the panel counter, a fail slot
+        counter = self._scratch[:1]
+        fail = self._scratch[1:] if fail is None else fail
+        smem = _reflect_smem(ha + hb, w, dt.itemsize)
+        fn = kernels().get_function("reflect_panel_" + ("f32" if dt.itemsize == 4 else "f64"))
+        fn.max_dynamic_shared_size_bytes = smem
+        ntrail = ncols - c0 - w
+        grid = max(1, -(-ntrail // 32))
+        null = np.uint64(0)                             # a null pointer argument
+        fn((grid,), (512,),
+           (A, np.int64(A.shape[1]), np.int32(a0), np.int32(ha),
+            B, np.int64(B.shape[1]), np.int32(b0), np.int32(hb), dt.type(sgn),
+            np.int32(bool(positive)), np.int32(c0), np.int32(w), np.int32(ncols),
+            V if V is not None else null, tau if tau is not None else null,
+            counter, fail, np.int32(0)), shared_mem=smem)
+
+    def fuses_triangle(self, dtype, k):
+        """Whether :meth:`triangle_update` takes ``k`` rows below the triangle."""
+        w = self.panel_width(k, dtype)
+        return self.fusable(dtype, k + w, w)
+
+    def triangle_update(self, R1, W, sgn):
+        """Reduce ``[R1; W]`` to ``[R1'; 0]`` in place by (hyperbolic, ``sgn = -1``)
+        Householder panels, one fused launch per panel of 32 columns.  ``R1`` (n x n)
+        must be upper triangular with a negative diagonal, so that the new diagonal comes
+        out positive.  Returns the first column whose pivot failed, or -1 (one host
+        synchronisation, at the end)."""
+        import cupy as cp
+        n, k = R1.shape[0], W.shape[0]
+        w = min(n, self.panel_width(k, R1.dtype))
+        fail = cp.full(1, np.iinfo(np.int32).max, dtype=cp.int32)
+        for c0 in range(0, n, w):
+            wc = min(w, n - c0)
+            self.launch_reflect(R1, c0, wc, W, 0, k, sgn, True, c0, wc, n, fail=fail)
+        first = int(fail.get()[0])
+        return -1 if first == np.iinfo(np.int32).max else first
 
     def factor_panel(self, panel):
         import cupy as cp

@@ -97,8 +97,7 @@ def wy_factor(V, tau):
     xp = array_module(V)
     w = V.shape[1]
     identity = tau == 0
-    if bool(identity.any()):
-        V[:, identity] = 0
+    V[...] = xp.where(identity[None, :], 0, V)      # no host round trip on a GPU
     inv_tau = 1 / xp.where(identity, 1, tau)
     Tinv = xp.triu(V.conj().T @ V, 1)
     idx = xp.arange(w)

@@ -396,6 +396,34 @@ class TestCuPy:
                               **METHODS[method])
         assert cp.asnumpy(R_d).tobytes() == R.tobytes()
 
+    @pytest.mark.parametrize("overwrite", [False, True])
+    @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+    @pytest.mark.parametrize("n, k, j", [(70, 4, 45), (70, 4, 0), (64, 3, 63), (40, 300, 32)])
+    def test_failing_downdate_fused(self, n, k, j, dtype, overwrite):
+        """The fused GPU panels (block_size=None) name the same column and leave R alone."""
+        import cupy as cp
+        R, V = failing_problem(n, k, j, dtype)
+        R_d = cp.asarray(R)
+        with pytest.raises(np.linalg.LinAlgError, match=rf"column {j} \(0-based\)"):
+            cholesky_downdate(R_d, cp.asarray(V), overwrite=overwrite)
+        assert cp.asnumpy(R_d).tobytes() == R.tobytes()
+
+    @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+    @pytest.mark.parametrize("n, k", [(300, 1), (300, 64), (97, 256), (40, 3000)])
+    def test_fused_panels(self, n, k, dtype):
+        """The fused path (every panel width it picks: 32, 16, 8) against the NumPy one."""
+        import cupy as cp
+
+        from qrlab.gpu import GpuExecutor
+        assert GpuExecutor().fuses_triangle(dtype, k)
+        for downdate in (False, True):
+            R, V, A64, target = make_problem(n, k, dtype, downdate, seed=k)
+            R1 = cp.asnumpy(cholesky_update(cp.asarray(R), cp.asarray(V), downdate=downdate))
+            check_factor(R1, A64, V, target, dtype)
+            ref = cholesky_update(R, V, downdate=downdate)
+            np.testing.assert_allclose(R1, ref, rtol=0,
+                                       atol=50 * n * np.finfo(dtype).eps * np.abs(ref).max())
+
     def test_overwrite(self):
         import cupy as cp
         R, V, _, _ = make_problem(70, 5, np.float32, True, seed=1)

@@ -444,6 +444,73 @@ def test_cupy_matches_numpy(dtype, mode, method, monkeypatch):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m, n, p, k", [
+    (200, 90, 1, 0), (200, 90, 1, 90), (400, 130, 40, 17), (300, 300, 33, 150),
+    (1300, 100, 700, 5), (150, 150, 150, 0)])
+def test_cupy_fused_panels(m, n, p, k, dtype):
+    """Householder panels in the fused kernel (adding rows, removing columns, rank-p):
+    every panel width (p large gives 16 and 8 columns), full / thin / Q-less, against
+    NumPy and recomputation."""
+    import cupy as cp
+
+    from qrlab.gpu import GpuExecutor
+    rng = np.random.default_rng(m + n + p + k)
+    A = rng.standard_normal((m, n)).astype(dtype)
+    Ur = rng.standard_normal((p, n)).astype(dtype)
+    Uc, V = rng.standard_normal((m, 2)).astype(dtype), rng.standard_normal((n, 2)).astype(dtype)
+    pc = min(p, n - 1)
+    assert GpuExecutor().fusable(dtype, p + GpuExecutor().panel_width(p, dtype),
+                                 GpuExecutor().panel_width(p, dtype))
+    for mode in ("full", "thin"):
+        Q, R = factor(A, mode)
+        kc = min(k, n - pc)
+        cases = [(qr_insert, (Ur, min(k, m), "row"), np.insert(A, [min(k, m)] * p, Ur, axis=0)),
+                 (qr_delete, (kc, pc, "col"), np.delete(A, range(kc, kc + pc), axis=1)),
+                 (qr_update, (Uc, V), A + Uc @ V.T)]
+        for f, args, A1 in cases:
+            Qg, Rg = f(cp.asarray(Q), cp.asarray(R),
+                       *[cp.asarray(a) if isinstance(a, np.ndarray) else a for a in args])
+            check_factors(Qg.get(), Rg.get(), A1, mode)
+            Qn, Rn = f(Q, R, *args)
+            np.testing.assert_allclose(abs(Rg.get()), abs(Rn),
+                                       atol=tol(dtype, m, n) * np.abs(Rn).max())
+    R = np.linalg.qr(A, mode="r")
+    Rg = qr_insert(None, cp.asarray(R), cp.asarray(Ur), 0, "row")
+    check_factors(None, Rg.get(), np.vstack([Ur, A]))
+    Rg = qr_delete(None, cp.asarray(R), kc, pc, "col")
+    check_factors(None, Rg.get(), np.delete(A, range(kc, kc + pc), axis=1))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("h_a, h_b, w, ncols", [(8, 50, 8, 100), (40, 0, 32, 40),
+                                                (32, 7, 32, 200), (16, 900, 16, 45)])
+def test_reflect_kernel_matches_reference(h_a, h_b, w, ncols, dtype):
+    """One Reflect operation, two row spans: the fused kernel against the reference
+    executor (geqrf + compact WY), on R and on Q."""
+    import cupy as cp
+
+    from qrlab.executor import Executor
+    from qrlab.gpu import GpuExecutor
+    from qrlab.stages import Reflect
+    rng = np.random.default_rng(h_a + h_b + w)
+    rows = 10 + h_a + 5 + h_b
+    R = np.triu(rng.standard_normal((rows, ncols + 10)).astype(dtype), -3)
+    Q = rng.standard_normal((30, rows)).astype(dtype)
+    spans = ((10, 10 + h_a),) + (((15 + h_a, 15 + h_a + h_b),) if h_b else ())
+    op = Reflect(spans, (6, 6 + w))
+    Qg, Rg = cp.asarray(Q), cp.asarray(R)
+    GpuExecutor().reflect(op, Qg, Rg)
+    Executor().reflect(op, Q, R)
+    scale = tol(dtype, rows, ncols) * max(1.0, np.abs(R).max())
+    np.testing.assert_allclose(Rg.get(), R, atol=scale)
+    np.testing.assert_allclose(Qg.get(), Q, atol=scale)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
 def test_mixing_numpy_and_cupy_raises():
     import cupy as cp
     A = np.random.default_rng(19).standard_normal((6, 4))
