@@ -47,8 +47,8 @@ def kernels():
 
 
 def _reflect_smem(h, w, size):
-    """Dynamic shared memory of ``reflect_panel``: panel, G, Y, tau and dots."""
-    return (h * w + w * w + 32 * w + 2 * w) * size
+    """Dynamic shared memory of ``reflect_panel``: panel, G, Y, tau, dots and scales."""
+    return (h * w + w * w + 32 * w + 3 * w) * size
 
 
 def wave_rows(op: Sweeps):

@@ -26,6 +26,16 @@
 
 #define QRLAB_MAXW 32
 
+// Build with -DQRLAB_PHASE_TIMES to record clock64() at the end of each phase (block 0)
+// in qrlab_phase_times (benchmarks/profile_panels.py reads them).
+#ifdef QRLAB_PHASE_TIMES
+__device__ long long qrlab_phase_times[8];
+#define QRLAB_PHASE(i) \
+    if (blockIdx.x == 0 && threadIdx.x == 0) qrlab_phase_times[i] = clock64();
+#else
+#define QRLAB_PHASE(i)
+#endif
+
 template <typename T>
 __device__ __forceinline__ T warp_sum(T x)
 {
@@ -39,12 +49,14 @@ __device__ void reflect_panel(T* A, long lda, int a0, int ha, T* B, long ldb, in
                               T* Vout, T* tauout, int* counter, int* fail, int fail_base)
 {
     extern __shared__ unsigned char smem_raw[];
+    QRLAB_PHASE(0)
     const int h = ha + hb;
     T* S = reinterpret_cast<T*>(smem_raw);   // the panel, column-major, w columns of h
     T* G = S + (size_t)h * w;                 // w x w, G[a w + b] = u_a^T J u_b for a < b
     T* Y = G + w * w;                         // w x 32: V^T J X, then Z = T^T Y
     T* tau = Y + w * 32;                      // w
     T* dots = tau + w;                        // w: this step's column dots
+    T* scl = dots + w;                        // w: the scale of each reflector vector
     __shared__ int writer, first_fail;
     const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5;
     const int nwarps = nt >> 5;
@@ -63,13 +75,15 @@ __device__ void reflect_panel(T* A, long lda, int a0, int ha, T* B, long ldb, in
         __threadfence();
         writer = atomicAdd(counter, 1) == (int)gridDim.x - 1;
     }
+    QRLAB_PHASE(1)
 
-    // 2. factor: step j builds u_j = [e_j; scale x_j] and applies H_j to columns > j.
-    //    Column j is scaled one step late, while the next step only reads later columns.
-    T prev_scale = 0;
+    // 2. factor.  Step j turns column j into u_j = [e_j; scale_j x_j] and applies H_j to
+    //    the later columns.  x_j stays unscaled until the end (scl[j] keeps scale_j), so
+    //    one pass of dots serves both the later columns (for H_j) and the earlier ones
+    //    (for G[a][j] = u_a^T J u_j): every warp has work in every step.
     for (int j = 0; j < w; ++j) {
         const T* xj = S + (size_t)j * h;
-        for (int c = j + warp; c < w; c += nwarps) {
+        for (int c = warp; c < w; c += nwarps) {
             const T* xc = S + (size_t)c * h;
             T d = 0;
             for (int r = j + 1 + lane; r < h; r += 32) {
@@ -78,10 +92,6 @@ __device__ void reflect_panel(T* A, long lda, int a0, int ha, T* B, long ldb, in
             }
             d = warp_sum(d);
             if (lane == 0) dots[c] = d;
-        }
-        if (j > 0) {
-            T* xp = S + (size_t)(j - 1) * h;
-            for (int r = j + tid; r < h; r += nt) xp[r] *= prev_scale;
         }
         __syncthreads();
         // every thread derives the same scalars from the same shared values
@@ -98,37 +108,25 @@ __device__ void reflect_panel(T* A, long lda, int a0, int ha, T* B, long ldb, in
                 first_fail = min(first_fail, j);
             }
         }
-        for (int c = j + 1 + warp; c < w; c += nwarps) {
+        for (int c = warp; c < w; c += nwarps) {
             T* xc = S + (size_t)c * h;
-            const T dc = t * (xc[j] + scale * dots[c]);
-            const T f = dc * scale;
-            for (int r = j + 1 + lane; r < h; r += 32) xc[r] -= f * xj[r];
-            if (lane == 0) xc[j] -= dc;
+            if (c > j) {
+                const T dc = t * (xc[j] + scale * dots[c]);
+                const T f = dc * scale;
+                for (int r = j + 1 + lane; r < h; r += 32) xc[r] -= f * xj[r];
+                if (lane == 0) xc[j] -= dc;
+            } else if (c < j && lane == 0) {         // u_a[j] = scl_a x_a[j], J_j = 1
+                G[c * w + j] = scl[c] * (xc[j] + scale * dots[c]);
+            }
         }
-        if (tid == 0) { tau[j] = t; S[(size_t)j * h + j] = beta; }
-        prev_scale = scale;
+        if (tid == 0) { tau[j] = t; scl[j] = scale; S[(size_t)j * h + j] = beta; }
         __syncthreads();
     }
-    {
-        T* xp = S + (size_t)(w - 1) * h;
-        for (int r = w + tid; r < h; r += nt) xp[r] *= prev_scale;
+    for (int idx = tid; idx < h * w; idx += nt) {    // the vectors, scaled
+        int c = idx / h, r = idx - c * h;
+        if (r > c) S[idx] *= scl[c];
     }
-    __syncthreads();
-
-    // 3. G = V^T J V, strictly upper part: one warp per pair (u_b is zero above row b)
-    for (int e = warp; e < w * w; e += nwarps) {
-        int a = e / w, b = e - a * w;
-        if (a >= b) continue;
-        const T* va = S + (size_t)a * h;
-        const T* vb = S + (size_t)b * h;
-        T d = 0;
-        for (int r = b + 1 + lane; r < h; r += 32) {
-            T prod = va[r] * vb[r];
-            d += r < ha ? prod : sgn * prod;
-        }
-        d = warp_sum(d);
-        if (lane == 0) G[e] = d + va[b];
-    }
+    QRLAB_PHASE(2)
     for (int idx = tid; idx < w * 32; idx += nt) Y[idx] = 0;
     __syncthreads();
 
@@ -156,6 +154,7 @@ __device__ void reflect_panel(T* A, long lda, int a0, int ha, T* B, long ldb, in
                 if (i < w) atomicAdd(&Y[i * 32 + lane], acc[i]);
         }
         __syncthreads();
+        QRLAB_PHASE(3)
         // Z = T^T Y by forward substitution: Z_i = tau_i (Y_i - sum_{q<i} G_qi Z_q)
         if (warp == 0 && active) {
             for (int i = 0; i < w; ++i) {
@@ -165,6 +164,7 @@ __device__ void reflect_panel(T* A, long lda, int a0, int ha, T* B, long ldb, in
             }
         }
         __syncthreads();
+        QRLAB_PHASE(4)
         if (active) {
             T z[QRLAB_MAXW];
 #pragma unroll
@@ -180,6 +180,7 @@ __device__ void reflect_panel(T* A, long lda, int a0, int ha, T* B, long ldb, in
         }
     }
 
+    QRLAB_PHASE(5)
     // 5. the reduced panel [Rp; 0] (and V, tau) from the block that loaded it last
     if (writer) {
         for (int idx = tid; idx < h * w; idx += nt) {
@@ -194,6 +195,7 @@ __device__ void reflect_panel(T* A, long lda, int a0, int ha, T* B, long ldb, in
             *counter = 0;                    // ready for the next launch
         }
     }
+    QRLAB_PHASE(6)
 }
 
 extern "C" {

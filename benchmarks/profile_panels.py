@@ -1,0 +1,63 @@
+"""Where the time of a fused-panel update goes: host issue time against device time.
+
+    PYTHONPATH=. python benchmarks/profile_panels.py
+
+For the Cholesky update (n, k) and the adding-rows case of 000 Table 8, times the whole
+call, and one panel launch alone, on the host and on the device (cupyx.profiler).
+"""
+import cupy as cp
+import numpy as np
+from cupyx.profiler import benchmark
+
+from qrlab import cholesky_update, qr_insert
+from qrlab.gpu import GpuExecutor
+
+
+def phase_times(ex, args):
+    """Cycles spent in each phase of one reflect_panel launch (block 0), in microseconds."""
+    import qrlab.gpu as gpu
+    mod = cp.RawModule(code="\n".join(p.read_text() for p in gpu._SOURCES),
+                       options=("-std=c++17", "-DQRLAB_PHASE_TIMES"))
+    saved = gpu.kernels
+    gpu.kernels = lambda: mod
+    try:
+        ex.launch_reflect(*args)
+        cp.cuda.Device().synchronize()
+    finally:
+        gpu.kernels = saved
+    t = cp.ndarray((8,), cp.int64, mod.get_global("qrlab_phase_times")).get()[:7]
+    khz = cp.cuda.Device().attributes["ClockRate"]
+    names = ["load", "factor", "Y=V^TJX", "Z=T^TY", "X-=VZ", "write"]
+    return ", ".join(f"{a} {(t[i + 1] - t[i]) / khz * 1e3:.1f}" for i, a in enumerate(names))
+
+
+def main():
+    rng = np.random.default_rng(0)
+    for n, k in [(1000, 16), (5000, 16), (5000, 256)]:
+        X = cp.asarray(rng.standard_normal((n + 10, n)), dtype=cp.float32)
+        R = cp.linalg.cholesky(X.T @ X / n + cp.eye(n, dtype=cp.float32)).T.copy()
+        V = cp.asarray(rng.standard_normal((n, k)) * 0.01, dtype=cp.float32)
+        r = benchmark(cholesky_update, (R, V), n_repeat=5, n_warmup=2)
+        print(f"cholesky_update n={n} k={k}: cpu {np.median(r.cpu_times)*1e3:.2f} ms, "
+              f"gpu {np.median(r.gpu_times)*1e3:.2f} ms")
+        ex = GpuExecutor()
+        R1 = cp.triu(R) * -1
+        W = V.T.copy()
+        w = ex.panel_width(k, R.dtype)
+        for c0 in (0, n - 2 * w):
+            r = benchmark(ex.launch_reflect, (R1, c0, w, W, 0, k, 1, True, c0, w, n),
+                          n_repeat=20, n_warmup=2)
+            print(f"   one panel launch at column {c0}: cpu {np.median(r.cpu_times)*1e6:.1f} us, "
+                  f"gpu {np.median(r.gpu_times)*1e6:.1f} us")
+            print("      phases (us):", phase_times(ex, (R1, c0, w, W, 0, k, 1, True, c0, w, n)))
+    m, n, p = 8000, 3000, 500
+    A = cp.asarray(rng.standard_normal((m, n)), dtype=cp.float32)
+    R = cp.linalg.qr(A, mode="r")
+    U = cp.asarray(rng.standard_normal((p, n)), dtype=cp.float32)
+    r = benchmark(qr_insert, (None, R, U, 0, "row"), n_repeat=5, n_warmup=1)
+    print(f"qr_insert rows m={m} n={n} p={p}: cpu {np.median(r.cpu_times)*1e3:.2f} ms, "
+          f"gpu {np.median(r.gpu_times)*1e3:.2f} ms")
+
+
+if __name__ == "__main__":
+    main()
