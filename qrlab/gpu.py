@@ -47,8 +47,9 @@ def kernels():
 
 
 def _reflect_smem(h, w, size):
-    """Dynamic shared memory of ``reflect_panel``: panel, G, Y, tau, dots and scales."""
-    return (h * w + w * w + 32 * w + 3 * w) * size
+    """Dynamic shared memory of ``reflect_panel`` (512 threads): panel, G, Y, tau and the
+    buffer that halves the partial sums of Y (8 warps x w x 32)."""
+    return (h * w + w * w + 32 * 32 + w + 8 * w * 32) * size
 
 
 def wave_rows(op: Sweeps):

@@ -9,6 +9,8 @@
 // applies the w reflectors to its own 32 trailing columns in compact WY form:
 //     Y = V^T J X,   Z = T^T Y,   X -= V Z,
 // with T^T Y computed by forward substitution from G = V^T J V (no T is formed).
+// Everything on the critical path is a short chain: two block barriers per reflector,
+// the dots of a step reduced through shared memory, not by a chain of shuffles.
 // The last block to have loaded the panel writes the reduced panel back, so no block
 // reads columns another has already overwritten; it then resets the counter.
 //
@@ -51,15 +53,16 @@ __device__ void reflect_panel(T* A, long lda, int a0, int ha, T* B, long ldb, in
     extern __shared__ unsigned char smem_raw[];
     QRLAB_PHASE(0)
     const int h = ha + hb;
-    T* S = reinterpret_cast<T*>(smem_raw);   // the panel, column-major, w columns of h
+    // 512 threads (16 warps, fixed at compile time so that the reductions unroll)
+    constexpr int nwarps = 16, nt = 32 * nwarps;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    T* S = reinterpret_cast<T*>(smem_raw);   // the panel, row-major h x w
     T* G = S + (size_t)h * w;                 // w x w, G[a w + b] = u_a^T J u_b for a < b
-    T* Y = G + w * w;                         // w x 32: V^T J X, then Z = T^T Y
-    T* tau = Y + w * 32;                      // w
-    T* dots = tau + w;                        // w: this step's column dots
-    T* scl = dots + w;                        // w: the scale of each reflector vector
+    T* Y = G + w * w;                         // 32 x 32: column dots, then V^T J X, then Z
+    T* tau = Y + 32 * 32;                     // w
+    T* half = tau + w;                        // (nwarps / 2) x w x 32: reduction of Y
     __shared__ int writer, first_fail;
-    const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5;
-    const int nwarps = nt >> 5;
+    const unsigned full = 0xffffffffu;
     auto row = [&](int r) -> T* {
         return r < ha ? A + (long)(a0 + r) * lda : B + (long)(b0 + r - ha) * ldb;
     };
@@ -67,7 +70,7 @@ __device__ void reflect_panel(T* A, long lda, int a0, int ha, T* B, long ldb, in
     // 1. the panel into shared memory (a row's w columns are contiguous: coalesced)
     for (int idx = tid; idx < h * w; idx += nt) {
         int r = idx / w, c = idx - r * w;
-        S[(size_t)c * h + r] = row(r)[c0 + c];
+        S[idx] = row(r)[c0 + c];
     }
     if (tid == 0) first_fail = 0x7fffffff;
     __syncthreads();
@@ -77,25 +80,39 @@ __device__ void reflect_panel(T* A, long lda, int a0, int ha, T* B, long ldb, in
     }
     QRLAB_PHASE(1)
 
-    // 2. factor.  Step j turns column j into u_j = [e_j; scale_j x_j] and applies H_j to
-    //    the later columns.  x_j stays unscaled until the end (scl[j] keeps scale_j), so
-    //    one pass of dots serves both the later columns (for H_j) and the earlier ones
-    //    (for G[a][j] = u_a^T J u_j): every warp has work in every step.
+    // 2. factor.  Thread (slice, c): column c, the rows r = slice mod nslices.  Step j turns
+    //    column j into u_j = [e_j; scale_j x_j] and applies H_j to the later columns.  x_j
+    //    stays unscaled until the end, so one pass of dots serves the later columns (H_j)
+    //    and the earlier ones (G[a][j] = u_a^T J u_j).  Two barriers per step.
+    const int wl = w <= 8 ? 8 : (w <= 16 ? 16 : 32);   // lanes per row: w rounded up
+    const int c = lane % wl, sub = lane / wl;
+    const int slice = warp * (32 / wl) + sub, nslices = nwarps * (32 / wl);
+    const bool mine = c < w;
+    T my_scale = 0;                           // scale of column c's vector, from step c on
     for (int j = 0; j < w; ++j) {
-        const T* xj = S + (size_t)j * h;
-        for (int c = warp; c < w; c += nwarps) {
-            const T* xc = S + (size_t)c * h;
-            T d = 0;
-            for (int r = j + 1 + lane; r < h; r += 32) {
-                T prod = xj[r] * xc[r];
+        T d = 0, a_c = 0;
+        if (mine) {
+#pragma unroll 4
+            for (int r = slice; r < h; r += nslices) {
+                if (r <= j) continue;
+                T prod = S[r * w + j] * S[r * w + c];
                 d += r < ha ? prod : sgn * prod;
             }
-            d = warp_sum(d);
-            if (lane == 0) dots[c] = d;
+            a_c = S[j * w + c];               // row j, read before anyone writes it
         }
+        for (int o = wl; o < 32; o <<= 1) d += __shfl_xor_sync(full, d, o);
+        if (sub == 0 && mine) Y[warp * wl + c] = d;
         __syncthreads();
-        // every thread derives the same scalars from the same shared values
-        const T alpha = xj[j], sigma = dots[j];
+        T dot = 0;
+        if (mine) {
+            T part[nwarps];                   // all loads first, then a short sum
+#pragma unroll
+            for (int g = 0; g < nwarps; ++g) part[g] = Y[g * wl + c];
+#pragma unroll
+            for (int g = 0; g < nwarps; ++g) dot += part[g];
+        }
+        // every thread derives the same scalars from the same values
+        const T sigma = __shfl_sync(full, dot, j), alpha = __shfl_sync(full, a_c, j);
         const T pivot = alpha * alpha + sigma;
         T t = 0, scale = 0, beta = alpha;
         if (sigma != T(0) || positive) {
@@ -104,43 +121,42 @@ __device__ void reflect_panel(T* A, long lda, int a0, int ha, T* B, long ldb, in
                 beta = alpha >= T(0) ? -norm : norm;
                 t = (beta - alpha) / beta;
                 scale = T(1) / (alpha - beta);
-            } else if (tid == 0) {
-                first_fail = min(first_fail, j);
+            } else if (tid == 0 && first_fail == 0x7fffffff) {
+                first_fail = j;               // the rest of the panel is garbage: raised
             }
         }
-        for (int c = warp; c < w; c += nwarps) {
-            T* xc = S + (size_t)c * h;
-            if (c > j) {
-                const T dc = t * (xc[j] + scale * dots[c]);
-                const T f = dc * scale;
-                for (int r = j + 1 + lane; r < h; r += 32) xc[r] -= f * xj[r];
-                if (lane == 0) xc[j] -= dc;
-            } else if (c < j && lane == 0) {         // u_a[j] = scl_a x_a[j], J_j = 1
-                G[c * w + j] = scl[c] * (xc[j] + scale * dots[c]);
-            }
+        if (c == j) my_scale = scale;
+        if (mine && c > j) {
+            const T dc = t * (a_c + scale * dot);
+            const T f = dc * scale;
+#pragma unroll 4
+            for (int r = slice; r < h; r += nslices)
+                if (r > j) S[r * w + c] -= f * S[r * w + j];
+            if (slice == 0) S[j * w + c] = a_c - dc;
+        } else if (mine && slice == 0) {
+            if (c < j) G[c * w + j] = my_scale * (a_c + scale * dot);   // J_j = 1
+            else { S[j * w + j] = beta; tau[j] = t; }
         }
-        if (tid == 0) { tau[j] = t; scl[j] = scale; S[(size_t)j * h + j] = beta; }
         __syncthreads();
     }
-    for (int idx = tid; idx < h * w; idx += nt) {    // the vectors, scaled
-        int c = idx / h, r = idx - c * h;
-        if (r > c) S[idx] *= scl[c];
-    }
-    QRLAB_PHASE(2)
-    for (int idx = tid; idx < w * 32; idx += nt) Y[idx] = 0;
+    if (mine)                                 // the vectors, scaled
+        for (int r = slice; r < h; r += nslices)
+            if (r > c) S[r * w + c] *= my_scale;
     __syncthreads();
+    QRLAB_PHASE(2)
 
-    // 4. this block's 32 trailing columns: lane = column, warps share the rows
+    // 3. this block's 32 trailing columns: lane = column, warp = rows r = warp mod nwarps
     const int col0 = c0 + w + blockIdx.x * 32;
     const int col = col0 + lane;
     const bool active = col < ncols;
-    // V[r][i]: 1 on the diagonal, the stored vector below it, 0 above
-    auto vri = [&](int r, int i) -> T { return r == i ? T(1) : S[(size_t)i * h + r]; };
+    // V[r][i]: 1 on the diagonal, the stored vector below it, 0 above (i <= r only)
+    auto vri = [&](int r, int i) -> T { return r == i ? T(1) : S[r * w + i]; };
     if (col0 < ncols) {
         T acc[QRLAB_MAXW];
 #pragma unroll
         for (int i = 0; i < QRLAB_MAXW; ++i) acc[i] = 0;
         if (active) {
+#pragma unroll 2
             for (int r = warp; r < h; r += nwarps) {
                 T x = row(r)[col];
                 if (r >= ha) x *= sgn;
@@ -149,18 +165,33 @@ __device__ void reflect_panel(T* A, long lda, int a0, int ha, T* B, long ldb, in
                 for (int i = 0; i < QRLAB_MAXW; ++i)
                     if (i < imax) acc[i] += vri(r, i) * x;
             }
-#pragma unroll
-            for (int i = 0; i < QRLAB_MAXW; ++i)
-                if (i < w) atomicAdd(&Y[i * 32 + lane], acc[i]);
         }
-        __syncthreads();
+        // Y = sum of the warps' acc: halve the number of warps holding partial sums
+        for (int n = nwarps / 2; n >= 1; n /= 2) {
+            if (warp >= n && warp < 2 * n)
+#pragma unroll
+                for (int i = 0; i < QRLAB_MAXW; ++i)
+                    if (i < w) half[((warp - n) * w + i) * 32 + lane] = acc[i];
+            __syncthreads();
+            if (warp < n)
+#pragma unroll
+                for (int i = 0; i < QRLAB_MAXW; ++i)
+                    if (i < w) acc[i] += half[(warp * w + i) * 32 + lane];
+            __syncthreads();
+        }
         QRLAB_PHASE(3)
-        // Z = T^T Y by forward substitution: Z_i = tau_i (Y_i - sum_{q<i} G_qi Z_q)
-        if (warp == 0 && active) {
-            for (int i = 0; i < w; ++i) {
-                T s = Y[i * 32 + lane];
-                for (int q = 0; q < i; ++q) s -= G[q * w + i] * Y[q * 32 + lane];
-                Y[i * 32 + lane] = tau[i] * s;
+        // Z = T^T Y by forward substitution, Z_i = tau_i (Y_i - sum_{q<i} G_qi Z_q), in
+        // registers (unrolled), then shared with the other warps through Y
+        if (warp == 0) {
+#pragma unroll
+            for (int i = 0; i < QRLAB_MAXW; ++i) {
+                if (i < w) {
+                    T s = acc[i];
+#pragma unroll
+                    for (int q = 0; q < i; ++q) s -= G[q * w + i] * acc[q];
+                    acc[i] = tau[i] * s;
+                    Y[i * 32 + lane] = acc[i];
+                }
             }
         }
         __syncthreads();
@@ -179,14 +210,14 @@ __device__ void reflect_panel(T* A, long lda, int a0, int ha, T* B, long ldb, in
             }
         }
     }
-
     QRLAB_PHASE(5)
-    // 5. the reduced panel [Rp; 0] (and V, tau) from the block that loaded it last
+
+    // 4. the reduced panel [Rp; 0] (and V, tau) from the block that loaded it last
     if (writer) {
         for (int idx = tid; idx < h * w; idx += nt) {
-            int r = idx / w, c = idx - r * w;
-            row(r)[c0 + c] = (r <= c) ? S[(size_t)c * h + r] : T(0);
-            if (Vout) Vout[idx] = (r < c) ? T(0) : vri(r, c);
+            int r = idx / w, cc = idx - r * w;
+            row(r)[c0 + cc] = (r <= cc) ? S[idx] : T(0);
+            if (Vout) Vout[idx] = (r < cc) ? T(0) : vri(r, cc);
         }
         if (tauout)
             for (int i = tid; i < w; i += nt) tauout[i] = tau[i];
