@@ -2,9 +2,12 @@
 
 On a GPU (CuPy), for each dtype, n and k, with device-resident data and CUDA events:
 
-* t_update, t_downdate: ``qrlab.cholesky_update`` (blocked method) on R and V;
-* t_update_householder: the same with ``panel='householder'`` (column-by-column panels),
-  for n <= --householder-max-n;
+* t_update, t_downdate: ``qrlab.cholesky_update`` (blocked method, default settings) on R
+  and V: on a GPU the fused panel kernel (``qrlab/kernels/reflect.cu``), one launch per
+  panel of up to 32 columns;
+* t_update_arrayops: the same update by array-operation panels of --block-size (default
+  256 on CuPy; a Cholesky factorization per panel, then matrix products), for
+  n <= --arrayops-max-n;
 * t_recompute_incl: ``A_new = A +- V V^T`` and ``cupy.linalg.cholesky(A_new)``;
 * t_recompute_excl: ``cupy.linalg.cholesky(A_new)`` alone (A_new formed beforehand);
 * host baselines for n <= --cpu-max-n: SciPy's ``scipy.linalg.cholesky(A_new)`` (forming
@@ -40,6 +43,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
+from qrlab.backend import executor_for  # noqa: E402
 from qrlab.cholesky import DEFAULT_BLOCK_SIZE, cholesky_update  # noqa: E402
 
 GPU_N = (1000, 2000, 5000, 10000, 20000)
@@ -62,8 +66,8 @@ def parse_args(argv=None):
                    help=f"panel width of the blocked method (default {DEFAULT_BLOCK_SIZE})")
     p.add_argument("--cpu-max-n", type=int, default=5000,
                    help="largest n for the host baselines on a GPU run (default 5000)")
-    p.add_argument("--householder-max-n", type=int, default=2000,
-                   help="largest n for timing panel='householder' (default 2000)")
+    p.add_argument("--arrayops-max-n", type=int, default=5000,
+                   help="largest n for timing the array-operation panels (default 5000)")
     p.add_argument("--out", type=Path, required=True, help="JSON file to write")
     args = p.parse_args(argv)
     args.n = args.n or (SMALL_N if args.small else GPU_N)
@@ -150,6 +154,11 @@ def run_case(xp, clock, dtype, n, ks, args, rng, rates):
     b = min(n, args.block_size or DEFAULT_BLOCK_SIZE[xp.__name__])
     results = []
     for k in ks:
+        # the default path: fused panels on a GPU unless a block size is asked for
+        executor = executor_for(xp)
+        fused = args.block_size is None and executor.fuses_triangle(np.dtype(dtype), k)
+        b_run = None if fused else b
+        b_floor = min(n, executor.panel_width(k, np.dtype(dtype))) if fused else b
         def fresh_v():
             V = randn(xp, rng, (n, k), dtype)
             return V * (0.9 / xp.linalg.norm(V))
@@ -160,24 +169,24 @@ def run_case(xp, clock, dtype, n, ks, args, rng, rates):
                 return (A + sign * (V @ V.T),)
             return make
 
-        res = {"dtype": np.dtype(dtype).name, "n": n, "k": k, "block_size": b}
+        res = {"dtype": np.dtype(dtype).name, "n": n, "k": k, "block_size": b_floor,
+               "path": "fused" if fused else "array operations"}
         res["t_update_ms"], res["t_update_all"] = median_ms(
-            clock, lambda: (R, fresh_v()), lambda R_, V: cholesky_update(R_, V, block_size=b),
-            args.reps)
+            clock, lambda: (R, fresh_v()),
+            lambda R_, V: cholesky_update(R_, V, block_size=b_run), args.reps)
         res["t_downdate_ms"], res["t_downdate_all"] = median_ms(
             clock, lambda: (R, fresh_v()),
-            lambda R_, V: cholesky_update(R_, V, downdate=True, block_size=b), args.reps)
-        if n <= args.householder_max_n:
-            res["t_update_householder_ms"], _ = median_ms(
+            lambda R_, V: cholesky_update(R_, V, downdate=True, block_size=b_run), args.reps)
+        if fused and n <= args.arrayops_max_n:
+            res["t_update_arrayops_ms"], _ = median_ms(
                 clock, lambda: (R, fresh_v()),
-                lambda R_, V: cholesky_update(R_, V, block_size=b, panel="householder"),
-                args.reps)
+                lambda R_, V: cholesky_update(R_, V, block_size=b), args.reps)
         res["t_recompute_incl_ms"], _ = median_ms(
             clock, lambda: (fresh_v(),), lambda V: xp.linalg.cholesky(A + V @ V.T), args.reps)
         res["t_recompute_excl_ms"], _ = median_ms(
             clock, with_a_new(+1), lambda A_new: xp.linalg.cholesky(A_new), args.reps)
 
-        nbytes, flops = floor_counts(n, k, b, np.dtype(dtype).itemsize)
+        nbytes, flops = floor_counts(n, k, b_floor, np.dtype(dtype).itemsize)
         res["floor_bytes"], res["floor_flops"] = nbytes, flops
         res["floor_ms"] = 1e3 * max(nbytes / rates["copy_bytes_per_s"],
                                     flops / rates[f"gemm_flops_per_s_{res['dtype']}"])
@@ -211,7 +220,7 @@ def host_baselines(R, A, fresh_v, b, reps):
 
 COLUMNS = [("dtype", "dtype", "{}"), ("n", "n", "{}"), ("k", "k", "{}"),
            ("update ms", "t_update_ms", "{:.3g}"), ("downdate ms", "t_downdate_ms", "{:.3g}"),
-           ("update ms, householder panel", "t_update_householder_ms", "{:.3g}"),
+           ("update ms, array-op panels", "t_update_arrayops_ms", "{:.3g}"),
            ("recompute incl ms", "t_recompute_incl_ms", "{:.3g}"),
            ("recompute excl ms", "t_recompute_excl_ms", "{:.3g}"),
            ("floor ms", "floor_ms", "{:.3g}"), ("update/floor", "update_over_floor", "{:.3g}"),
