@@ -46,6 +46,12 @@ def kernels():
                         options=("-std=c++17",))
 
 
+@functools.lru_cache(maxsize=None)
+def _sm_count():
+    import cupy as cp
+    return cp.cuda.Device().attributes["MultiProcessorCount"]
+
+
 def _reflect_smem(h, w, size):
     """Dynamic shared memory of ``reflect_panel`` (512 threads): panel, G, Y, tau and the
     buffer that halves the partial sums of Y (8 warps x w x 32)."""
@@ -136,7 +142,7 @@ class GpuExecutor(Executor):
         fn = kernels().get_function("reflect_panel_" + ("f32" if dt.itemsize == 4 else "f64"))
         fn.max_dynamic_shared_size_bytes = smem
         ntrail = ncols - c0 - w
-        grid = max(1, -(-ntrail // 32))
+        grid = max(1, min(-(-ntrail // 32), _sm_count()))   # every block factors the panel
         null = np.uint64(0)                             # a null pointer argument
         fn((grid,), (512,),
            (A, np.int64(A.shape[1]), np.int32(a0), np.int32(ha),

@@ -145,13 +145,15 @@ __device__ void reflect_panel(T* A, long lda, int a0, int ha, T* B, long ldb, in
     __syncthreads();
     QRLAB_PHASE(2)
 
-    // 3. this block's 32 trailing columns: lane = column, warp = rows r = warp mod nwarps
-    const int col0 = c0 + w + blockIdx.x * 32;
-    const int col = col0 + lane;
-    const bool active = col < ncols;
+    // 3. the trailing columns, 32 at a time (tiles blockIdx.x, + gridDim.x, ...): lane =
+    //    column, warp = rows r = warp mod nwarps.  A grid no larger than the GPU factors
+    //    each panel once per SM, not once per tile.
     // V[r][i]: 1 on the diagonal, the stored vector below it, 0 above (i <= r only)
     auto vri = [&](int r, int i) -> T { return r == i ? T(1) : S[r * w + i]; };
-    if (col0 < ncols) {
+    for (int col0 = c0 + w + blockIdx.x * 32; col0 < ncols; col0 += gridDim.x * 32) {
+    const int col = col0 + lane;
+    const bool active = col < ncols;
+    {
         T acc[QRLAB_MAXW];
 #pragma unroll
         for (int i = 0; i < QRLAB_MAXW; ++i) acc[i] = 0;
@@ -209,6 +211,8 @@ __device__ void reflect_panel(T* A, long lda, int a0, int ha, T* B, long ldb, in
                 row(r)[col] -= s;
             }
         }
+        __syncthreads();                      // Y is rewritten by the next tile
+    }
     }
     QRLAB_PHASE(5)
 
