@@ -1,13 +1,15 @@
 """The GPU executor: the reference executor with its hot loops replaced by CUDA kernels.
 
-Householder panels already run as cuSOLVER ``geqrf`` plus matrix products (the compact
-WY ``T`` is one product and one triangular solve, :func:`qrlab.householder.wy_factor`),
-so the executor of :mod:`qrlab.executor` serves them on CuPy arrays unchanged.  Givens
-sweeps are what cost the papers O(m) launches; here they take three steps whatever ``m``:
+Householder panels (removing columns, adding rows, the rank-p update, the Cholesky
+update) of up to 32 columns are one launch each of ``reflect_panel``
+(``qrlab/kernels/reflect.cu``): every thread block loads the panel into shared memory,
+builds its reflectors column by column and applies them in compact WY form to its share
+of the trailing columns of R; Q, when kept, gets them by three cuBLAS products.  Wider
+panels (the p-wide Stage 1 of adding columns) use ``panel_qr``
+(``qrlab/kernels/panel.cu``: panel and ``T`` in shared memory) and matrix products.
 
-Householder panels get one kernel too, ``panel_qr`` (``qrlab/kernels/panel.cu``): the
-panel sits in shared memory while its ``nb`` dependent reflectors and their ``T`` are
-built, in one launch instead of cuSOLVER's several launches and host check.
+Givens sweeps are what cost the papers O(m) launches; here they take three steps
+whatever ``m``:
 
 1. ``sweep_rotations`` (one thread block): every rotation of the pipelined sweeps,
    computed on the ``p`` driver lines in device memory, a block barrier between waves;
@@ -16,9 +18,9 @@ built, in one launch instead of cuSOLVER's several launches and host check.
    matrix ``G``;
 3. per group, ``R[rows] = G R[rows]`` and ``Q[:, rows] = Q[:, rows] G^H`` by cuBLAS.
 
-The kernels are in ``qrlab/kernels/sweeps.cu``, compiled once by CuPy's ``RawModule``.
-Complex input and ``method='paper'`` (one wave at a time, the papers' scheme) use the
-reference executor on CuPy arrays.
+The kernels are compiled once by CuPy's ``RawModule``.  Complex input and
+``method='paper'`` (one wave at a time, the papers' scheme) use the reference executor on
+CuPy arrays.
 """
 from __future__ import annotations
 
