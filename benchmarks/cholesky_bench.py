@@ -153,9 +153,9 @@ def run_case(xp, clock, dtype, n, ks, args, rng, rates):
     R = xp.ascontiguousarray(xp.linalg.cholesky(A).T)
     b = min(n, args.block_size or DEFAULT_BLOCK_SIZE[xp.__name__])
     results = []
+    executor = executor_for(xp)
     for k in ks:
         # the default path: fused panels on a GPU unless a block size is asked for
-        executor = executor_for(xp)
         fused = args.block_size is None and executor.fuses_triangle(np.dtype(dtype), k)
         b_run = None if fused else b
         b_floor = min(n, executor.panel_width(k, np.dtype(dtype))) if fused else b

@@ -5,19 +5,27 @@
 For the Cholesky update (n, k) and the adding-rows case of 000 Table 8, times the whole
 call, and one panel launch alone, on the host and on the device (cupyx.profiler).
 """
+import functools
+
 import cupy as cp
 import numpy as np
 from cupyx.profiler import benchmark
 
+import qrlab.gpu as gpu
 from qrlab import cholesky_update, qr_insert
 from qrlab.gpu import GpuExecutor
 
 
+@functools.lru_cache(maxsize=None)
+def timed_kernels():
+    """qrlab's kernels built with -DQRLAB_PHASE_TIMES (compiled once)."""
+    return cp.RawModule(code="\n".join(p.read_text() for p in gpu._SOURCES),
+                        options=("-std=c++17", "-DQRLAB_PHASE_TIMES"))
+
+
 def phase_times(ex, args):
     """Cycles spent in each phase of one reflect_panel launch (block 0), in microseconds."""
-    import qrlab.gpu as gpu
-    mod = cp.RawModule(code="\n".join(p.read_text() for p in gpu._SOURCES),
-                       options=("-std=c++17", "-DQRLAB_PHASE_TIMES"))
+    mod = timed_kernels()
     saved = gpu.kernels
     gpu.kernels = lambda: mod
     try:

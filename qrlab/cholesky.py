@@ -143,8 +143,8 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
     **On a GPU** (CuPy arrays, ``block_size=None``) each panel of ``w <= 32`` columns is
     one launch of ``qrlab/kernels/reflect.cu``: every thread block keeps the
     ``(w + k) x w`` panel in shared memory, builds its ``w`` reflectors column by column
-    and applies them, in the compact WY form above, to its own 32 trailing columns of
-    ``[R; W]``. ``R`` is read once and written once; ``W`` is read and written once per
+    and applies them, in the compact WY form above, to its tiles of 32 trailing columns
+    of ``[R; W]``. ``R`` is read once and written once; ``W`` is read and written once per
     panel. A breakdown is recorded on the device and raised after the last panel (one
     synchronisation per call).
 

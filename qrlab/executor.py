@@ -87,7 +87,7 @@ class Executor:
     # -- Householder panels ---------------------------------------------------------
     def reflect(self, op: Reflect, Q, R):
         xp = array_module(R)
-        rows = xp.asarray(op.row_list()) if len(op.rows) > 1 else slice(*op.rows[0])
+        rows = self.panel_rows(op, R)
         c0, c1 = op.cols
         panel = R[rows, c0:c1]
         V, T, Rp = self.factor_panel(panel)
@@ -99,6 +99,13 @@ class Executor:
             R[rows, c1:] = apply_wy_left(V, T, R[rows, c1:])
         if Q is not None:
             Q[:, rows] = apply_wy_right(Q[:, rows], V, T)
+
+    @staticmethod
+    def panel_rows(op: Reflect, M):
+        """Index of the panel's rows in R, or of its columns in Q (a slice for one span,
+        an index array for two)."""
+        xp = array_module(M)
+        return xp.asarray(op.row_list()) if len(op.rows) > 1 else slice(*op.rows[0])
 
     def factor_panel(self, panel):
         """Householder QR of one panel: ``V`` (unit lower trapezoidal), the compact WY

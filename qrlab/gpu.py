@@ -88,6 +88,8 @@ class GpuExecutor(Executor):
     threads = 1024
     #: force the global-memory sweep kernel (for comparing it with the windowed one)
     global_sweeps = False
+    #: device ints for reflect_panel (its panel counter, a spare fail slot), made on first use
+    _scratch = None
 
     def panel_width(self, p, dtype):
         """Columns per Householder panel for a block of ``p``: the widest of 32, 16, 8 whose
@@ -119,7 +121,7 @@ class GpuExecutor(Executor):
         self.launch_reflect(R, a0, a1 - a0, R, b0, b1 - b0, 1, False, op.cols[0], w,
                             R.shape[1], V, tau)
         if Q is not None:
-            rows = cp.asarray(op.row_list()) if len(op.rows) > 1 else slice(a0, a1)
+            rows = self.panel_rows(op, Q)
             Q[:, rows] = apply_wy_right(Q[:, rows], V, wy_factor(V, tau))
 
     @staticmethod
@@ -136,7 +138,7 @@ class GpuExecutor(Executor):
         under the signature ``diag(1, sgn)`` (see ``kernels/reflect.cu``)."""
         import cupy as cp
         dt = A.dtype
-        if getattr(self, "_scratch", None) is None:     # one per executor (per update):
+        if self._scratch is None:                       # one per executor (per update):
             self._scratch = cp.zeros(2, dtype=cp.int32)  # the panel counter, a fail slot
         counter = self._scratch[:1]
         fail = self._scratch[1:] if fail is None else fail
@@ -151,7 +153,7 @@ class GpuExecutor(Executor):
             B, np.int64(B.shape[1]), np.int32(b0), np.int32(hb), dt.type(sgn),
             np.int32(bool(positive)), np.int32(c0), np.int32(w), np.int32(ncols),
             V if V is not None else null, tau if tau is not None else null,
-            counter, fail, np.int32(0)), shared_mem=smem)
+            counter, fail), shared_mem=smem)
 
     def fuses_triangle(self, dtype, k):
         """Whether :meth:`triangle_update` takes ``k`` rows below the triangle."""
@@ -160,7 +162,7 @@ class GpuExecutor(Executor):
 
     def triangle_update(self, R1, W, sgn):
         """Reduce ``[R1; W]`` to ``[R1'; 0]`` in place by (hyperbolic, ``sgn = -1``)
-        Householder panels, one fused launch per panel of 32 columns.  ``R1`` (n x n)
+        Householder panels, one fused launch per panel (:meth:`panel_width` columns).  ``R1`` (n x n)
         must be upper triangular with a negative diagonal, so that the new diagonal comes
         out positive.  Returns the first column whose pivot failed, or -1 (one host
         synchronisation, at the end)."""

@@ -6,7 +6,7 @@
 // Launching cuSOLVER's geqrf, then T, then three GEMMs per panel costs more than the
 // arithmetic.  Here every block of the grid loads the panel into shared memory and
 // factors it itself (the blocks do identical work, so they agree bit for bit), then
-// applies the w reflectors to its own 32 trailing columns in compact WY form:
+// applies the w reflectors to its tiles of 32 trailing columns in compact WY form:
 //     Y = V^T J X,   Z = T^T Y,   X -= V Z,
 // with T^T Y computed by forward substitution from G = V^T J V (no T is formed).
 // Everything on the critical path is a short chain: two block barriers per reflector,
@@ -20,10 +20,11 @@
 // With positive != 0 a reflector is built even when the column below is already zero,
 // so that every beta = -sign(alpha) ||x||_J comes out positive for negative alpha.
 // A pivot alpha^2 + sigma that is not positive (only possible for sgn < 0) or not finite
-// is a breakdown: its column goes to *fail (atomicMin) and the reflector is skipped.
+// is a breakdown: its column (c0 + j) goes to *fail (atomicMin) and the reflector is
+// skipped.
 //
 // Layout: A, B row-major with leading dimensions lda, ldb; columns c0 .. c0+w are the
-// panel, c0+w .. ncols the trailing columns (32 per block).  Vout (h x w, row-major,
+// panel, c0+w .. ncols the trailing columns (tiles of 32, dealt out to the blocks).  Vout (h x w, row-major,
 // unit diagonal, zeros above) and tauout receive the reflectors when not null.
 
 #define QRLAB_MAXW 32
@@ -39,16 +40,9 @@ __device__ long long qrlab_phase_times[8];
 #endif
 
 template <typename T>
-__device__ __forceinline__ T warp_sum(T x)
-{
-    for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
-    return x;
-}
-
-template <typename T>
 __device__ void reflect_panel(T* A, long lda, int a0, int ha, T* B, long ldb, int b0, int hb,
                               T sgn, int positive, int c0, int w, int ncols,
-                              T* Vout, T* tauout, int* counter, int* fail, int fail_base)
+                              T* Vout, T* tauout, int* counter, int* fail)
 {
     extern __shared__ unsigned char smem_raw[];
     QRLAB_PHASE(0)
@@ -226,7 +220,7 @@ __device__ void reflect_panel(T* A, long lda, int a0, int ha, T* B, long ldb, in
         if (tauout)
             for (int i = tid; i < w; i += nt) tauout[i] = tau[i];
         if (tid == 0) {
-            if (first_fail != 0x7fffffff) atomicMin(fail, fail_base + c0 + first_fail);
+            if (first_fail != 0x7fffffff) atomicMin(fail, c0 + first_fail);
             *counter = 0;                    // ready for the next launch
         }
     }
@@ -237,13 +231,13 @@ extern "C" {
 __global__ void __launch_bounds__(512)
 reflect_panel_f32(float* A, long lda, int a0, int ha, float* B, long ldb, int b0, int hb,
                   float sgn, int positive, int c0, int w, int ncols, float* Vout,
-                  float* tauout, int* counter, int* fail, int fail_base)
+                  float* tauout, int* counter, int* fail)
 { reflect_panel<float>(A, lda, a0, ha, B, ldb, b0, hb, sgn, positive, c0, w, ncols, Vout,
-                       tauout, counter, fail, fail_base); }
+                       tauout, counter, fail); }
 __global__ void __launch_bounds__(512)
 reflect_panel_f64(double* A, long lda, int a0, int ha, double* B, long ldb, int b0, int hb,
                   double sgn, int positive, int c0, int w, int ncols, double* Vout,
-                  double* tauout, int* counter, int* fail, int fail_base)
+                  double* tauout, int* counter, int* fail)
 { reflect_panel<double>(A, lda, a0, ha, B, ldb, b0, hb, sgn, positive, c0, w, ncols, Vout,
-                        tauout, counter, fail, fail_base); }
+                        tauout, counter, fail); }
 }
