@@ -3,8 +3,12 @@
 On a GPU (CuPy), for each dtype, n and k, with device-resident data and CUDA events:
 
 * t_update, t_downdate: ``qrlab.cholesky_update`` (blocked method, default settings) on R
-  and V: on a GPU the fused panel kernel (``qrlab/kernels/reflect.cu``), one launch per
-  panel of up to 32 columns;
+  and V: on a GPU one cooperative launch for the whole update
+  (``qrlab/kernels/triangle.cu``, panels of 32) where k fits its shared memory, else the
+  fused panel kernel (``qrlab/kernels/reflect.cu``), one launch per panel of up to 32
+  columns;
+* t_update_per_panel: where the update runs as one launch, the same update with one
+  ``reflect_panel`` launch per panel (``GpuExecutor.one_launch = False``);
 * t_update_arrayops: the same update by array-operation panels of --block-size (default
   256 on CuPy; a Cholesky factorization per panel, then matrix products), for
   n <= --arrayops-max-n;
@@ -157,8 +161,9 @@ def run_case(xp, clock, dtype, n, ks, args, rng, rates):
     for k in ks:
         # the default path: fused panels on a GPU unless a block size is asked for
         fused = args.block_size is None and executor.fuses_triangle(np.dtype(dtype), k)
+        once = fused and executor.launches_once(np.dtype(dtype), k)
         b_run = None if fused else b
-        b_floor = min(n, executor.panel_width(k, np.dtype(dtype))) if fused else b
+        b_floor = min(n, 32 if once else executor.panel_width(k, np.dtype(dtype))) if fused else b
         def fresh_v():
             V = randn(xp, rng, (n, k), dtype)
             return V * (0.9 / xp.linalg.norm(V))
@@ -170,13 +175,21 @@ def run_case(xp, clock, dtype, n, ks, args, rng, rates):
             return make
 
         res = {"dtype": np.dtype(dtype).name, "n": n, "k": k, "block_size": b_floor,
-               "path": "fused" if fused else "array operations"}
+               "path": "one launch" if once else "fused" if fused else "array operations"}
         res["t_update_ms"], res["t_update_all"] = median_ms(
             clock, lambda: (R, fresh_v()),
             lambda R_, V: cholesky_update(R_, V, block_size=b_run), args.reps)
         res["t_downdate_ms"], res["t_downdate_all"] = median_ms(
             clock, lambda: (R, fresh_v()),
             lambda R_, V: cholesky_update(R_, V, downdate=True, block_size=b_run), args.reps)
+        if once:
+            type(executor).one_launch = False
+            try:
+                res["t_update_per_panel_ms"], _ = median_ms(
+                    clock, lambda: (R, fresh_v()), lambda R_, V: cholesky_update(R_, V),
+                    args.reps)
+            finally:
+                type(executor).one_launch = True
         if fused and n <= args.arrayops_max_n:
             res["t_update_arrayops_ms"], _ = median_ms(
                 clock, lambda: (R, fresh_v()),
@@ -220,6 +233,7 @@ def host_baselines(R, A, fresh_v, b, reps):
 
 COLUMNS = [("dtype", "dtype", "{}"), ("n", "n", "{}"), ("k", "k", "{}"),
            ("update ms", "t_update_ms", "{:.3g}"), ("downdate ms", "t_downdate_ms", "{:.3g}"),
+           ("update ms, per-panel launches", "t_update_per_panel_ms", "{:.3g}"),
            ("update ms, array-op panels", "t_update_arrayops_ms", "{:.3g}"),
            ("recompute incl ms", "t_recompute_incl_ms", "{:.3g}"),
            ("recompute excl ms", "t_recompute_excl_ms", "{:.3g}"),

@@ -3,7 +3,10 @@
     PYTHONPATH=. python benchmarks/profile_panels.py
 
 For the Cholesky update (n, k) and the adding-rows case of 000 Table 8, times the whole
-call, and one panel launch alone, on the host and on the device (cupyx.profiler).
+call, and one panel launch alone, on the host and on the device (cupyx.profiler); for the
+one-launch triangle update (``kernels/triangle.cu``), the time stamps of every panel's
+critical path: waiting for the previous panel, loading it, updating the new panel's
+columns, factoring them, publishing.
 """
 import functools
 
@@ -39,8 +42,29 @@ def phase_times(ex, args):
     return ", ".join(f"{a} {(t[i + 1] - t[i]) / khz * 1e3:.1f}" for i, a in enumerate(names))
 
 
+def panel_trace(ex, R1, W):
+    """Median microseconds per panel of each stage on the one launch's critical path."""
+    npanels = -(-R1.shape[0] // 32)
+    trace = cp.zeros(8 * npanels, dtype=cp.int64)
+    ex.triangle_update(R1, W, 1, trace=trace)
+    t = trace.get().reshape(npanels, 8)[1:, :5].astype(float) / 1e3
+    prev = trace.get().reshape(npanels, 8)[:-1, 4] / 1e3
+    stages = {"wait": t[:, 0] - prev, "load": t[:, 1] - t[:, 0], "update": t[:, 2] - t[:, 1],
+              "factor": t[:, 3] - t[:, 2], "publish": t[:, 4] - t[:, 3],
+              "per panel": t[:, 4] - prev}
+    return ", ".join(f"{a} {np.median(v):.1f}" for a, v in stages.items())
+
+
 def main():
     rng = np.random.default_rng(0)
+    for n, k in [(5000, 1), (5000, 16), (5000, 64), (20000, 16)]:
+        R = cp.asarray(np.triu(rng.standard_normal((n, n))), dtype=cp.float32)
+        R -= 2 * n * cp.eye(n, dtype=cp.float32)          # a negative diagonal
+        W = cp.asarray(rng.standard_normal((k, n)) * 0.01, dtype=cp.float32)
+        ex = GpuExecutor()
+        for _ in range(2):
+            line = panel_trace(ex, R.copy(), W.copy())
+        print(f"one launch n={n} k={k}, us per panel: {line}")
     for n, k in [(1000, 16), (5000, 16), (5000, 256)]:
         X = cp.asarray(rng.standard_normal((n + 10, n)), dtype=cp.float32)
         R = cp.linalg.cholesky(X.T @ X / n + cp.eye(n, dtype=cp.float32)).T.copy()

@@ -37,6 +37,7 @@ __all__ = ["GpuExecutor", "kernels"]
 
 _SOURCES = [Path(__file__).with_name("kernels") / name
             for name in ("sweeps.cu", "panel.cu", "reflect.cu")]
+_TRIANGLE = Path(__file__).with_name("kernels") / "triangle.cu"
 _SMEM_LIMIT = 200 * 1024            # dynamic shared memory a panel may use (H100: 227 KB)
 
 
@@ -49,6 +50,14 @@ def kernels():
 
 
 @functools.lru_cache(maxsize=None)
+def triangle_kernels():
+    """``kernels/triangle.cu``, compiled for cooperative launch (its grid barrier)."""
+    import cupy as cp
+    return cp.RawModule(code=_TRIANGLE.read_text(), options=("-std=c++17",),
+                        enable_cooperative_groups=True)
+
+
+@functools.lru_cache(maxsize=None)
 def _sm_count():
     import cupy as cp
     return cp.cuda.Device().attributes["MultiProcessorCount"]
@@ -58,6 +67,15 @@ def _reflect_smem(h, w, size):
     """Dynamic shared memory of ``reflect_panel`` (512 threads): panel, G, Y, tau and the
     buffer that halves the partial sums of Y (8 warps x w x 32)."""
     return (h * w + w * w + 32 * 32 + w + 8 * w * 32) * size
+
+
+def _triangle_smem(k, size):
+    """Dynamic shared memory of ``triangle_update`` (panels of 32): V_B, P, L^T, a tile of
+    32 + k rows (k padded to the rows per factoring warp, ``tri_rpw``), Z (rows of 33),
+    the diagonal block, G, the partial dots and tau."""
+    rpw = 4 if k <= 4 else 16 if (k <= 16 or size == 8) else 32
+    kp = -(-k // rpw) * rpw
+    return ((2 * k + 32) * 32 + (32 + kp) * 32 + 32 * 33 + 2 * 32 * 32 + 2 * 512 + 32) * size
 
 
 def wave_rows(op: Sweeps):
@@ -90,6 +108,9 @@ class GpuExecutor(Executor):
     global_sweeps = False
     #: device ints for reflect_panel (its panel counter, a spare fail slot), made on first use
     _scratch = None
+    #: run a whole triangle update in one cooperative launch where it fits (else, and when
+    #: False, one reflect_panel launch per panel)
+    one_launch = True
 
     def panel_width(self, p, dtype):
         """Columns per Householder panel for a block of ``p``: the widest of 32, 16, 8 whose
@@ -160,21 +181,48 @@ class GpuExecutor(Executor):
         w = self.panel_width(k, dtype)
         return self.fusable(dtype, k + w, w)
 
-    def triangle_update(self, R1, W, sgn):
+    def launches_once(self, dtype, k):
+        """Whether :meth:`triangle_update` runs as one launch for ``k`` rows below."""
+        dtype = np.dtype(dtype)
+        return (self.one_launch and dtype.kind == "f" and dtype.itemsize in (4, 8)
+                and k <= 512 and _triangle_smem(k, dtype.itemsize) <= _SMEM_LIMIT)
+
+    def triangle_update(self, R1, W, sgn, trace=None):
         """Reduce ``[R1; W]`` to ``[R1'; 0]`` in place by (hyperbolic, ``sgn = -1``)
-        Householder panels, one fused launch per panel (:meth:`panel_width` columns).  ``R1`` (n x n)
-        must be upper triangular with a negative diagonal, so that the new diagonal comes
-        out positive.  Returns the first column whose pivot failed, or -1 (one host
-        synchronisation, at the end)."""
+        Householder reflectors.  ``R1`` (n x n) must be upper triangular with a negative
+        diagonal, so that the new diagonal comes out positive.  One cooperative launch of
+        ``triangle_update`` (``kernels/triangle.cu``) where its shared memory fits, else one
+        ``reflect_panel`` launch per panel of :meth:`panel_width` columns.  Returns the
+        first column whose pivot failed, or -1 (one host synchronisation, at the end).
+        ``trace``: None, or int64 device array of 8 per panel that the one launch fills with
+        time stamps (ns; see the kernel) for profiling."""
         import cupy as cp
         n, k = R1.shape[0], W.shape[0]
-        w = min(n, self.panel_width(k, R1.dtype))
-        fail = cp.full(1, np.iinfo(np.int32).max, dtype=cp.int32)
-        for c0 in range(0, n, w):
-            wc = min(w, n - c0)
-            self.launch_reflect(R1, c0, wc, W, 0, k, sgn, True, c0, wc, n, fail=fail)
+        dt = R1.dtype
+        none = np.iinfo(np.int32).max
+        if self.launches_once(dt, k) and W.flags.c_contiguous:
+            npanels = -(-n // 32)
+            ints = cp.zeros(npanels + 1, dtype=cp.int32)   # panel flags, then fail
+            ints[npanels] = none
+            work = cp.empty(npanels * (2 * k + 32) * 32, dtype=dt)   # V_B, P, L^T per panel
+            fn = triangle_kernels().get_function(
+                "triangle_update_" + ("f32" if dt.itemsize == 4 else "f64"))
+            smem = _triangle_smem(k, dt.itemsize)
+            fn.max_dynamic_shared_size_bytes = smem
+            grid = max(1, min(npanels - 1, _sm_count()))   # one block per SM at most
+            fn((grid,), (512,),
+               (R1, np.int64(R1.shape[1]), W, np.int64(W.shape[1]), np.int32(n),
+                np.int32(k), dt.type(sgn), np.int32(1), work, ints, ints[npanels:],
+                np.uint64(0) if trace is None else trace), shared_mem=smem)
+            fail = ints[npanels:]
+        else:
+            w = min(n, self.panel_width(k, dt))
+            fail = cp.full(1, none, dtype=cp.int32)
+            for c0 in range(0, n, w):
+                wc = min(w, n - c0)
+                self.launch_reflect(R1, c0, wc, W, 0, k, sgn, True, c0, wc, n, fail=fail)
         first = int(fail.get()[0])
-        return -1 if first == np.iinfo(np.int32).max else first
+        return -1 if first == none else first
 
     def factor_panel(self, panel):
         import cupy as cp

@@ -396,25 +396,34 @@ class TestCuPy:
                               **METHODS[method])
         assert cp.asnumpy(R_d).tobytes() == R.tobytes()
 
+    @pytest.mark.parametrize("one_launch", [True, False], ids=["one-launch", "per-panel"])
     @pytest.mark.parametrize("overwrite", [False, True])
     @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-    @pytest.mark.parametrize("n, k, j", [(70, 4, 45), (70, 4, 0), (64, 3, 63), (40, 300, 32)])
-    def test_failing_downdate_fused(self, n, k, j, dtype, overwrite):
-        """The fused GPU panels (block_size=None) name the same column and leave R alone."""
+    @pytest.mark.parametrize("n, k, j", [(70, 4, 45), (70, 4, 0), (64, 3, 63), (40, 300, 32),
+                                         (300, 16, 299), (300, 16, 131)])
+    def test_failing_downdate_fused(self, n, k, j, dtype, overwrite, one_launch, monkeypatch):
+        """The fused GPU paths (block_size=None) name the same column and leave R alone."""
         import cupy as cp
+
+        from qrlab.gpu import GpuExecutor
+        monkeypatch.setattr(GpuExecutor, "one_launch", one_launch)
         R, V = failing_problem(n, k, j, dtype)
         R_d = cp.asarray(R)
         with pytest.raises(np.linalg.LinAlgError, match=rf"column {j} \(0-based\)"):
             cholesky_downdate(R_d, cp.asarray(V), overwrite=overwrite)
         assert cp.asnumpy(R_d).tobytes() == R.tobytes()
 
+    @pytest.mark.parametrize("one_launch", [True, False], ids=["one-launch", "per-panel"])
     @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-    @pytest.mark.parametrize("n, k", [(300, 1), (300, 64), (97, 256), (40, 2500)])
-    def test_fused_panels(self, n, k, dtype):
-        """The fused path (every panel width it picks: 32, 16, 8) against the NumPy one."""
+    @pytest.mark.parametrize("n, k", [(300, 1), (300, 64), (97, 256), (40, 2500), (1, 1),
+                                      (32, 5), (33, 7), (1000, 16), (2100, 33)])
+    def test_fused_panels(self, n, k, dtype, one_launch, monkeypatch):
+        """The fused paths (one cooperative launch; one launch per panel, of every width it
+        picks: 32, 16, 8) against the NumPy one."""
         import cupy as cp
 
         from qrlab.gpu import GpuExecutor
+        monkeypatch.setattr(GpuExecutor, "one_launch", one_launch)
         assert GpuExecutor().fuses_triangle(dtype, k)
         for downdate in (False, True):
             R, V, A64, target = make_problem(n, k, dtype, downdate, seed=k)

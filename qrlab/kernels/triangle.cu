@@ -1,0 +1,330 @@
+// The whole triangle update [R; B] -> [R'; 0] in one launch (float, double).
+//
+// R is n x n upper triangular, B is k x n; J = diag(1 on R's rows, sgn on B's rows).  The
+// update is a chain of n reflectors u_j = [e_j; v_j] (v_j on B's rows only, because R is
+// triangular), taken in panels of 32: panel P reduces columns 32P .. 32P + 32, and its
+// reflectors touch only R's rows of that panel and B.  One kernel launch per panel
+// (reflect.cu) puts a launch, a load and a block-wide factorization on the critical path
+// of every panel.  Here one block per SM runs the whole chain, without grid barriers:
+//
+//   tile t (columns 32t .. 32t + 32) belongs to block t mod gridDim; each block, for
+//   J = 0, 1, ...: waits until panel J is published (flags[J]), loads its compact-WY
+//   form (V_B, P, L^T: below), and applies it to its tiles t > J in increasing order.
+//   When it owns tile J + 1, that tile comes first and is factored at once as panel
+//   J + 1 (its B columns are still in shared memory), which is then published.
+//
+// So the next panel is factored while the other blocks are still applying this one: the
+// critical path is one tile update and one panel factorization per panel.
+//
+// Compact WY with the triangular structure: H_{w-1} .. H_0 X = X - U Z with
+//     Z = L (U^T J X) = L X_R + P^T X_B,   L = (D^{-1} + N)^{-1},  P = sgn V_B L^T,
+// D = diag(tau), N strictly lower with N[i][q] = u_q^T J u_i = sgn v_q . v_i, and
+// X -= U Z is X_R -= Z, X_B -= V_B Z.
+//
+// The panel factorization: lane c holds column c of B, 32 rows per warp in registers
+// (16 for double).  Step j: every lane dots its column with column j (read from shared
+// memory, where its owner put it), the warps' partial dots are summed through
+// shared memory behind one named barrier (none with one warp: lane j's own dot gives
+// sigma by a shuffle), and every lane c > j applies H_j to its column.  The pivot uses
+// alpha = R[j][j] (R's diagonal block is untouched until its own panel) and
+// sigma = sgn ||b_j||^2.  With positive != 0 a reflector is built even where b_j = 0, so
+// that beta = -sign(alpha) ||x||_J is positive for the negative alpha the caller passes.
+// A pivot alpha^2 + sigma that is not positive (possible only for sgn < 0) or not finite
+// is a breakdown: its column goes to *fail (atomicMin) and that reflector is skipped.
+//
+// Layout: R (leading dimension ldr) and B (ldb) row-major.  work: one slot of
+// (2 k + 32) x 32 values per panel (V_B, P, L^T).  flags: n_panels ints, zero.  trace:
+// null, or 8 timestamps (ns) per panel from the block that factors it.  Launch with 512
+// threads, tri_smem(k) bytes of dynamic shared memory, one block per SM at most and all
+// blocks resident (a cooperative launch): blocks wait for each other.
+
+#define TRI_W 32
+#define TRI_NT 512
+
+__device__ __forceinline__ long long tri_now()
+{
+    long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+template <typename T>
+__device__ void tri_apply(const T* Vb, const T* Pm, const T* Lt, T* X, T* Z,
+                          T* R, long ldr, T* B, long ldb, int n, int k,
+                          int row0, int wJ, int t, bool keep)
+{
+    // Panel J (its R rows row0 .. row0 + wJ) applied to the 32 columns of tile t:
+    // lane = column, warp = rows.  keep: leave the new B columns in X (for the factor).
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    constexpr int nwarps = TRI_NT / 32;
+    const int col = t * TRI_W + lane;
+    const bool active = col < n;
+    for (int r = warp; r < TRI_W + k; r += nwarps) {
+        T x = 0;
+        if (active && r < wJ) x = R[(long)(row0 + r) * ldr + col];
+        else if (active && r >= TRI_W) x = B[(long)(r - TRI_W) * ldb + col];
+        X[r * TRI_W + lane] = x;
+    }
+    __syncthreads();
+    const T* XB = X + TRI_W * TRI_W;
+    for (int i = warp; i < wJ; i += nwarps) {
+        T z0 = 0, z1 = 0;
+#pragma unroll
+        for (int q = 0; q < TRI_W; ++q)       // L[i][q] = 0 for q > i
+            z0 += Lt[q * TRI_W + i] * X[q * TRI_W + lane];
+#pragma unroll 4
+        for (int r = 0; r < k; ++r) z1 += Pm[r * TRI_W + i] * XB[r * TRI_W + lane];
+        Z[i * TRI_W + lane] = z0 + z1;
+    }
+    __syncthreads();
+    if (active)
+        for (int i = warp; i < wJ; i += nwarps)
+            R[(long)(row0 + i) * ldr + col] = X[i * TRI_W + lane] - Z[i * TRI_W + lane];
+    for (int r = warp; r < k; r += nwarps) {
+        T s = 0;
+#pragma unroll 8
+        for (int i = 0; i < wJ; ++i) s += Vb[r * TRI_W + i] * Z[i * TRI_W + lane];
+        const T v = XB[r * TRI_W + lane] - s;
+        if (keep) X[(TRI_W + r) * TRI_W + lane] = v;
+        else if (active) B[(long)r * ldb + col] = v;
+    }
+    __syncthreads();                          // X and Z are reused by the next tile
+}
+
+template <typename T, int RPW>
+__device__ void tri_factor_columns(T* S, T* D, T* pd, T* tau, int k, int wp, T sgn,
+                                   int positive, int* first_fail)
+{
+    // The reflectors of the panel: lane c holds RPW rows of column c in registers, in
+    // warp (row / RPW); S has the rows up to a multiple of RPW (zeros below k), so the
+    // loops are unrolled without conditions and their loads issue together.
+    const int tid = threadIdx.x, c = tid & 31, warp = tid >> 5;
+    const unsigned full = 0xffffffffu;
+    const int nw = (k + RPW - 1) / RPW;
+    if (warp >= nw) return;
+    T* Sr = S + RPW * warp * TRI_W;
+    T x[RPW];
+#pragma unroll
+    for (int i = 0; i < RPW; ++i) x[i] = Sr[i * TRI_W + c];
+    T my_scale = 0, my_beta = 0;
+    for (int j = 0; j < wp; ++j) {
+        T d[4] = {0, 0, 0, 0};
+#pragma unroll
+        for (int i = 0; i < RPW; ++i) d[i % 4] += Sr[i * TRI_W + j] * x[i];
+        T dot = (d[0] + d[1]) + (d[2] + d[3]), sig;
+        const T a_c = D[j * TRI_W + c];       // read before warp 0 rewrites row j
+        if (nw > 1) {
+            T* buf = pd + (j & 1) * TRI_NT;   // two buffers: one barrier per step
+            buf[warp * 32 + c] = dot;
+            asm volatile("bar.sync 1, %0;" :: "r"(nw * 32));
+            dot = 0;
+            sig = 0;
+            for (int f = 0; f < nw; ++f) {
+                dot += buf[f * 32 + c];
+                sig += buf[f * 32 + j];
+            }
+        } else {
+            sig = __shfl_sync(full, dot, j);
+        }
+        const T sigma = sgn * sig, alpha = D[j * TRI_W + j];
+        const T pivot = alpha * alpha + sigma;
+        T t = 0, scale = 0, beta = alpha;
+        if (sigma != T(0) || positive) {
+            if (pivot > T(0) && isfinite(pivot)) {
+                const T norm = sqrt(pivot);
+                beta = alpha >= T(0) ? -norm : norm;
+                t = (beta - alpha) / beta;
+                scale = T(1) / (alpha - beta);
+            } else if (tid == 0 && *first_fail == 0x7fffffff) {
+                *first_fail = j;
+            }
+        }
+        if (c > j && c < wp) {
+            // u_j^T J x_c = R[j][c] + sgn scale (b_j . b_c);  x_c -= t (u_j^T J x_c) u_j
+            const T dc = t * (a_c + sgn * scale * dot);
+            if (warp == 0) D[j * TRI_W + c] = a_c - dc;
+            const T f = dc * scale;
+#pragma unroll
+            for (int i = 0; i < RPW; ++i) x[i] -= f * Sr[i * TRI_W + j];
+            if (c == j + 1)                   // the next step's column, for the whole warp
+#pragma unroll
+                for (int i = 0; i < RPW; ++i) Sr[i * TRI_W + c] = x[i];
+        }
+        if (c == j) {
+            my_scale = scale;
+            my_beta = beta;
+            if (warp == 0) tau[j] = t;
+        }
+        __syncwarp();
+    }
+#pragma unroll
+    for (int i = 0; i < RPW; ++i) Sr[i * TRI_W + c] = x[i] * my_scale;     // the vectors v_c
+    if (warp == 0) {
+        if (c < wp) D[c * TRI_W + c] = my_beta;
+        else tau[c] = 0;
+    }
+}
+
+// rows of B per factoring warp: few for small k (no wasted work), at most 32 registers'
+// worth (16 doubles) for large k
+__host__ __device__ inline int tri_rpw(int k, int size) { return k <= 4 ? 4 : (k <= 16 || size == 8) ? 16 : 32; }
+
+template <typename T>
+__device__ void tri_factor(T* S, T* D, T* G, T* pd, T* Lt, T* tau,
+                           T* R, long ldr, T* B, long ldb, int n, int k, T sgn,
+                           int positive, int P, T* out, int* flags, int* fail,
+                           long long* trace)
+{
+    // Panel P: its B columns are in S (k x 32, brought up to date), its diagonal block of
+    // R in D.  Writes R's block and B's zeros back, V_B, P, L^T to out, then flags[P].
+    const int tid = threadIdx.x, warp = tid >> 5;
+    const int c0 = P * TRI_W, wp = min(TRI_W, n - c0);
+    __shared__ int first_fail;
+    if (tid == 0) first_fail = 0x7fffffff;
+    const int rpw = tri_rpw(k, sizeof(T));
+    if (rpw == 4) tri_factor_columns<T, 4>(S, D, pd, tau, k, wp, sgn, positive, &first_fail);
+    else if (rpw == 16) tri_factor_columns<T, 16>(S, D, pd, tau, k, wp, sgn, positive, &first_fail);
+    else tri_factor_columns<T, 32>(S, D, pd, tau, k, wp, sgn, positive, &first_fail);
+    __syncthreads();
+    if (trace && tid == 0) trace[8 * P + 3] = tri_now();
+    T* Vout = out;
+    T* Pout = out + k * TRI_W;
+    T* Lout = out + 2 * k * TRI_W;
+    for (int idx = tid; idx < TRI_W * TRI_W; idx += TRI_NT) {
+        const int r = idx / TRI_W, c = idx - r * TRI_W;
+        if (r < wp && c < wp && r <= c) R[(long)(c0 + r) * ldr + c0 + c] = D[idx];
+    }
+    for (int idx = tid; idx < k * TRI_W; idx += TRI_NT) {
+        const int r = idx / TRI_W, c = idx - r * TRI_W;
+        Vout[idx] = S[idx];
+        if (c < wp) B[(long)r * ldb + c0 + c] = 0;
+    }
+    // G[a][b] = sgn v_a . v_b (a < b): how the reflectors couple
+    for (int idx = tid; idx < TRI_W * TRI_W; idx += TRI_NT) {
+        const int a = idx / TRI_W, b = idx - a * TRI_W;
+        T g0 = 0, g1 = 0;
+        if (a < b) {
+            int r = 0;
+            for (; r + 1 < k; r += 2) {
+                g0 += S[r * TRI_W + a] * S[r * TRI_W + b];
+                g1 += S[(r + 1) * TRI_W + a] * S[(r + 1) * TRI_W + b];
+            }
+            if (r < k) g0 += S[r * TRI_W + a] * S[r * TRI_W + b];
+        }
+        G[idx] = sgn * (g0 + g1);
+    }
+    __syncthreads();
+    // L = (D^{-1} + N)^{-1}: lane b solves for column b, L[i][b] = tau_i (delta_ib -
+    // sum_{b <= q < i} G[q][i] L[q][b]), stored as L^T with rows of 33 (no bank conflicts
+    // when written here or read by rows below)
+    if (warp == 0) {
+        const int b = tid & 31;
+        T lc[TRI_W];
+#pragma unroll
+        for (int i = 0; i < TRI_W; ++i) {
+            T s[4] = {i == b ? T(1) : T(0), 0, 0, 0};
+#pragma unroll
+            for (int q = 0; q < i; ++q) s[q % 4] -= G[q * TRI_W + i] * lc[q];
+            lc[i] = i < b ? T(0) : tau[i] * ((s[0] + s[1]) + (s[2] + s[3]));
+        }
+#pragma unroll
+        for (int i = 0; i < TRI_W; ++i) Lt[b * (TRI_W + 1) + i] = lc[i];
+    }
+    __syncthreads();
+    for (int idx = tid; idx < TRI_W * TRI_W; idx += TRI_NT)
+        Lout[idx] = Lt[(idx / TRI_W) * (TRI_W + 1) + idx % TRI_W];
+    // P[r][i] = sgn sum_{q <= i} V_B[r][q] L[i][q]
+    for (int idx = tid; idx < k * TRI_W; idx += TRI_NT) {
+        const int r = idx / TRI_W, i = idx - r * TRI_W;
+        T s[4] = {0, 0, 0, 0};
+#pragma unroll
+        for (int q = 0; q < TRI_W; ++q)       // L[i][q] = 0 for q > i
+            s[q % 4] += S[r * TRI_W + q] * Lt[q * (TRI_W + 1) + i];
+        Pout[idx] = sgn * ((s[0] + s[1]) + (s[2] + s[3]));
+    }
+    if (tid == 0 && first_fail != 0x7fffffff) atomicMin(fail, c0 + first_fail);
+    __threadfence();                          // every thread's writes, before the flag
+    __syncthreads();
+    if (tid == 0) {
+        atomicExch(flags + P, 1);
+        if (trace) trace[8 * P + 4] = tri_now();
+    }
+}
+
+template <typename T>
+__device__ void triangle_update(T* R, long ldr, T* B, long ldb, int n, int k, T sgn,
+                                int positive, T* work, int* flags, int* fail,
+                                long long* trace)
+{
+    extern __shared__ unsigned char smem_raw[];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const long slot = (2L * k + TRI_W) * TRI_W;
+    T* Vb = reinterpret_cast<T*>(smem_raw);   // k x 32      panel J's vectors (B rows)
+    T* Pm = Vb + k * TRI_W;                   // k x 32      P = sgn V_B L^T
+    T* Lt = Pm + k * TRI_W;                   // 32 x 32     L^T
+    const int rpw = tri_rpw(k, sizeof(T)), kp = (k + rpw - 1) / rpw * rpw;
+    T* X = Lt + TRI_W * TRI_W;                // (32 + kp) x 32: a tile, R rows, B rows, zeros
+    T* Z = X + (TRI_W + kp) * TRI_W;          // 32 x 33     Z; L^T of a new panel
+    T* D = Z + TRI_W * (TRI_W + 1);           // 32 x 32     the new panel's block of R
+    T* G = D + TRI_W * TRI_W;                 // 32 x 32
+    T* pd = G + TRI_W * TRI_W;                // 2 x 16 x 32 the factor warps' partial dots
+    T* tau = pd + 2 * TRI_NT;                 // 32
+    const int np = (n + TRI_W - 1) / TRI_W, nb = gridDim.x, b = blockIdx.x;
+    volatile int* vflags = flags;
+    for (int idx = (TRI_W + k) * TRI_W + tid; idx < (TRI_W + kp) * TRI_W; idx += TRI_NT)
+        X[idx] = 0;                           // the factor's padding rows stay zero
+
+    // the diagonal block of panel P into D (untouched by the panels before P)
+    auto load_block = [&](int P) {
+        const int c0 = P * TRI_W, wp = min(TRI_W, n - c0);
+        for (int r = warp; r < TRI_W; r += TRI_NT / 32)
+            D[r * TRI_W + lane] = (r < wp && lane < wp) ? R[(long)(c0 + r) * ldr + c0 + lane]
+                                                        : T(0);
+    };
+    if (b == 0) {                             // panel 0: tile 0 as it is
+        if (trace && tid == 0) trace[0] = trace[1] = trace[2] = tri_now();
+        load_block(0);
+        for (int r = warp; r < k; r += TRI_NT / 32)
+            X[(TRI_W + r) * TRI_W + lane] = lane < n ? B[(long)r * ldb + lane] : T(0);
+        __syncthreads();
+        tri_factor(X + TRI_W * TRI_W, D, G, pd, Z, tau, R, ldr, B, ldb, n, k, sgn, positive,
+                   0, work, flags, fail, trace);
+    }
+    for (int J = 0; J + 1 < np; ++J) {
+        const int t1 = J + 1 + ((b - (J + 1)) % nb + nb) % nb;   // first own tile after J
+        if (t1 >= np) break;
+        const bool factors = t1 == J + 1;
+        if (factors) load_block(J + 1);
+        if (tid == 0) {
+            while (vflags[J] == 0) {}
+            __threadfence();
+            if (factors && trace) trace[8 * (J + 1)] = tri_now();
+        }
+        __syncthreads();
+        const T* src = work + J * slot;       // published by another SM: read through L2
+        for (long idx = tid; idx < slot; idx += TRI_NT) Vb[idx] = __ldcg(src + idx);
+        __syncthreads();
+        if (factors && trace && tid == 0) trace[8 * (J + 1) + 1] = tri_now();
+        const int row0 = J * TRI_W, wJ = min(TRI_W, n - row0);
+        for (int t = t1; t < np; t += nb) {
+            const bool keep = t == J + 1;
+            tri_apply(Vb, Pm, Lt, X, Z, R, ldr, B, ldb, n, k, row0, wJ, t, keep);
+            if (keep) {
+                if (trace && tid == 0) trace[8 * t + 2] = tri_now();
+                tri_factor(X + TRI_W * TRI_W, D, G, pd, Z, tau, R, ldr, B, ldb, n, k, sgn,
+                           positive, t, work + t * slot, flags, fail, trace);
+            }
+        }
+    }
+}
+
+extern "C" {
+__global__ void __launch_bounds__(TRI_NT)
+triangle_update_f32(float* R, long ldr, float* B, long ldb, int n, int k, float sgn,
+                    int positive, float* work, int* flags, int* fail, long long* trace)
+{ triangle_update<float>(R, ldr, B, ldb, n, k, sgn, positive, work, flags, fail, trace); }
+__global__ void __launch_bounds__(TRI_NT)
+triangle_update_f64(double* R, long ldr, double* B, long ldb, int n, int k, double sgn,
+                    int positive, double* work, int* flags, int* fail, long long* trace)
+{ triangle_update<double>(R, ldr, B, ldb, n, k, sgn, positive, work, flags, fail, trace); }
+}
