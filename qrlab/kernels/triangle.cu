@@ -49,23 +49,33 @@ __device__ __forceinline__ long long tri_now()
 }
 
 template <typename T>
-__device__ void tri_apply(const T* Vb, const T* Pm, const T* Lt, T* X, T* Z,
-                          T* R, long ldr, T* B, long ldb, int n, int k,
-                          int row0, int wJ, int t, bool keep)
+__device__ void tri_load(T* X, const T* R, long ldr, const T* B, long ldb, int n, int k,
+                         int row0, int wJ, int t)
 {
-    // Panel J (its R rows row0 .. row0 + wJ) applied to the 32 columns of tile t:
-    // lane = column, warp = rows.  keep: leave the new B columns in X (for the factor).
+    // Tile t into X: R's rows row0 .. row0 + wJ (panel J's), then B's k rows
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    constexpr int nwarps = TRI_NT / 32;
     const int col = t * TRI_W + lane;
     const bool active = col < n;
-    for (int r = warp; r < TRI_W + k; r += nwarps) {
+    for (int r = warp; r < TRI_W + k; r += TRI_NT / 32) {
         T x = 0;
         if (active && r < wJ) x = R[(long)(row0 + r) * ldr + col];
         else if (active && r >= TRI_W) x = B[(long)(r - TRI_W) * ldb + col];
         X[r * TRI_W + lane] = x;
     }
-    __syncthreads();
+}
+
+template <typename T>
+__device__ void tri_apply(const T* Vb, const T* Pm, const T* Lt, T* X, T* Z,
+                          T* R, long ldr, T* B, long ldb, int n, int k,
+                          int row0, int wJ, int t, bool keep)
+{
+    // Panel J (its R rows row0 .. row0 + wJ) applied to tile t, loaded in X by tri_load
+    // (a barrier ago): lane = column, warp = rows.  keep: leave the new B columns in X
+    // (for the factor) instead of writing them back.
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    constexpr int nwarps = TRI_NT / 32;
+    const int col = t * TRI_W + lane;
+    const bool active = col < n;
     const T* XB = X + TRI_W * TRI_W;
     for (int i = warp; i < wJ; i += nwarps) {
         T z0 = 0, z1 = 0;
@@ -92,12 +102,14 @@ __device__ void tri_apply(const T* Vb, const T* Pm, const T* Lt, T* X, T* Z,
 }
 
 template <typename T, int RPW>
-__device__ void tri_factor_columns(T* S, T* D, T* pd, T* tau, int k, int wp, T sgn,
+__device__ void tri_factor_columns(T* S, T* D, T* Gt, T* pd, T* tau, int k, int wp, T sgn,
                                    int positive, int* first_fail)
 {
     // The reflectors of the panel: lane c holds RPW rows of column c in registers, in
     // warp (row / RPW); S has the rows up to a multiple of RPW (zeros below k), so the
-    // loops are unrolled without conditions and their loads issue together.
+    // loops are unrolled without conditions.  Column j reaches the other lanes by
+    // shuffles.  Lanes c < j hold their final columns, so the same dots give the
+    // coupling Gt[j][c] = G[c][j] = sgn v_c . v_j for the compact WY form.
     const int tid = threadIdx.x, c = tid & 31, warp = tid >> 5;
     const unsigned full = 0xffffffffu;
     const int nw = (k + RPW - 1) / RPW;
@@ -110,7 +122,7 @@ __device__ void tri_factor_columns(T* S, T* D, T* pd, T* tau, int k, int wp, T s
     for (int j = 0; j < wp; ++j) {
         T d[4] = {0, 0, 0, 0};
 #pragma unroll
-        for (int i = 0; i < RPW; ++i) d[i % 4] += Sr[i * TRI_W + j] * x[i];
+        for (int i = 0; i < RPW; ++i) d[i % 4] += __shfl_sync(full, x[i], j) * x[i];
         T dot = (d[0] + d[1]) + (d[2] + d[3]), sig;
         const T a_c = D[j * TRI_W + c];       // read before warp 0 rewrites row j
         if (nw > 1) {
@@ -139,29 +151,31 @@ __device__ void tri_factor_columns(T* S, T* D, T* pd, T* tau, int k, int wp, T s
                 *first_fail = j;
             }
         }
-        if (c > j && c < wp) {
-            // u_j^T J x_c = R[j][c] + sgn scale (b_j . b_c);  x_c -= t (u_j^T J x_c) u_j
-            const T dc = t * (a_c + sgn * scale * dot);
-            if (warp == 0) D[j * TRI_W + c] = a_c - dc;
-            const T f = dc * scale;
+        // u_j^T J x_c = R[j][c] + sgn scale (b_j . b_c);  x_c -= t (u_j^T J x_c) u_j
+        const bool later = c > j && c < wp;
+        const T dc = t * (a_c + sgn * scale * dot);
+        const T f = later ? dc * scale : T(0);
+        if (warp == 0) {
+            if (later) D[j * TRI_W + c] = a_c - dc;
+            else if (c < j) Gt[j * TRI_W + c] = sgn * my_scale * scale * dot;
+            else if (c == j) tau[j] = t;
+        }
 #pragma unroll
-            for (int i = 0; i < RPW; ++i) x[i] -= f * Sr[i * TRI_W + j];
-            if (c == j + 1)                   // the next step's column, for the whole warp
-#pragma unroll
-                for (int i = 0; i < RPW; ++i) Sr[i * TRI_W + c] = x[i];
+        for (int i = 0; i < RPW; ++i) {
+            const T xj = __shfl_sync(full, x[i], j);
+            x[i] = later ? x[i] - f * xj : x[i];
         }
         if (c == j) {
             my_scale = scale;
             my_beta = beta;
-            if (warp == 0) tau[j] = t;
         }
-        __syncwarp();
     }
 #pragma unroll
     for (int i = 0; i < RPW; ++i) Sr[i * TRI_W + c] = x[i] * my_scale;     // the vectors v_c
     if (warp == 0) {
         if (c < wp) D[c * TRI_W + c] = my_beta;
         else tau[c] = 0;
+        for (int i = wp; i < TRI_W; ++i) Gt[i * TRI_W + c] = 0;   // a last, narrow panel
     }
 }
 
@@ -182,38 +196,14 @@ __device__ void tri_factor(T* S, T* D, T* G, T* pd, T* Lt, T* tau,
     __shared__ int first_fail;
     if (tid == 0) first_fail = 0x7fffffff;
     const int rpw = tri_rpw(k, sizeof(T));
-    if (rpw == 4) tri_factor_columns<T, 4>(S, D, pd, tau, k, wp, sgn, positive, &first_fail);
-    else if (rpw == 16) tri_factor_columns<T, 16>(S, D, pd, tau, k, wp, sgn, positive, &first_fail);
-    else tri_factor_columns<T, 32>(S, D, pd, tau, k, wp, sgn, positive, &first_fail);
+    if (rpw == 4) tri_factor_columns<T, 4>(S, D, G, pd, tau, k, wp, sgn, positive, &first_fail);
+    else if (rpw == 16) tri_factor_columns<T, 16>(S, D, G, pd, tau, k, wp, sgn, positive, &first_fail);
+    else tri_factor_columns<T, 32>(S, D, G, pd, tau, k, wp, sgn, positive, &first_fail);
     __syncthreads();
     if (trace && tid == 0) trace[8 * P + 3] = tri_now();
     T* Vout = out;
     T* Pout = out + k * TRI_W;
     T* Lout = out + 2 * k * TRI_W;
-    for (int idx = tid; idx < TRI_W * TRI_W; idx += TRI_NT) {
-        const int r = idx / TRI_W, c = idx - r * TRI_W;
-        if (r < wp && c < wp && r <= c) R[(long)(c0 + r) * ldr + c0 + c] = D[idx];
-    }
-    for (int idx = tid; idx < k * TRI_W; idx += TRI_NT) {
-        const int r = idx / TRI_W, c = idx - r * TRI_W;
-        Vout[idx] = S[idx];
-        if (c < wp) B[(long)r * ldb + c0 + c] = 0;
-    }
-    // G[a][b] = sgn v_a . v_b (a < b): how the reflectors couple
-    for (int idx = tid; idx < TRI_W * TRI_W; idx += TRI_NT) {
-        const int a = idx / TRI_W, b = idx - a * TRI_W;
-        T g0 = 0, g1 = 0;
-        if (a < b) {
-            int r = 0;
-            for (; r + 1 < k; r += 2) {
-                g0 += S[r * TRI_W + a] * S[r * TRI_W + b];
-                g1 += S[(r + 1) * TRI_W + a] * S[(r + 1) * TRI_W + b];
-            }
-            if (r < k) g0 += S[r * TRI_W + a] * S[r * TRI_W + b];
-        }
-        G[idx] = sgn * (g0 + g1);
-    }
-    __syncthreads();
     // L = (D^{-1} + N)^{-1}: lane b solves for column b, L[i][b] = tau_i (delta_ib -
     // sum_{b <= q < i} G[q][i] L[q][b]), stored as L^T with rows of 33 (no bank conflicts
     // when written here or read by rows below)
@@ -224,7 +214,7 @@ __device__ void tri_factor(T* S, T* D, T* G, T* pd, T* Lt, T* tau,
         for (int i = 0; i < TRI_W; ++i) {
             T s[4] = {i == b ? T(1) : T(0), 0, 0, 0};
 #pragma unroll
-            for (int q = 0; q < i; ++q) s[q % 4] -= G[q * TRI_W + i] * lc[q];
+            for (int q = 0; q < i; ++q) s[q % 4] -= G[i * TRI_W + q] * lc[q];   // Gt
             lc[i] = i < b ? T(0) : tau[i] * ((s[0] + s[1]) + (s[2] + s[3]));
         }
 #pragma unroll
@@ -233,9 +223,10 @@ __device__ void tri_factor(T* S, T* D, T* G, T* pd, T* Lt, T* tau,
     __syncthreads();
     for (int idx = tid; idx < TRI_W * TRI_W; idx += TRI_NT)
         Lout[idx] = Lt[(idx / TRI_W) * (TRI_W + 1) + idx % TRI_W];
-    // P[r][i] = sgn sum_{q <= i} V_B[r][q] L[i][q]
+    // V_B and P[r][i] = sgn sum_{q <= i} V_B[r][q] L[i][q]
     for (int idx = tid; idx < k * TRI_W; idx += TRI_NT) {
         const int r = idx / TRI_W, i = idx - r * TRI_W;
+        Vout[idx] = S[idx];
         T s[4] = {0, 0, 0, 0};
 #pragma unroll
         for (int q = 0; q < TRI_W; ++q)       // L[i][q] = 0 for q > i
@@ -249,6 +240,16 @@ __device__ void tri_factor(T* S, T* D, T* G, T* pd, T* Lt, T* tau,
         atomicExch(flags + P, 1);
         if (trace) trace[8 * P + 4] = tri_now();
     }
+    // off the critical path: R's block and B's annihilated columns
+    for (int idx = tid; idx < TRI_W * TRI_W; idx += TRI_NT) {
+        const int r = idx / TRI_W, c = idx - r * TRI_W;
+        if (r < wp && c < wp && r <= c) R[(long)(c0 + r) * ldr + c0 + c] = D[idx];
+    }
+    for (int idx = tid; idx < k * TRI_W; idx += TRI_NT) {
+        const int r = idx / TRI_W, c = idx - r * TRI_W;
+        if (c < wp) B[(long)r * ldb + c0 + c] = 0;
+    }
+    __syncthreads();
 }
 
 template <typename T>
@@ -293,8 +294,12 @@ __device__ void triangle_update(T* R, long ldr, T* B, long ldb, int n, int k, T 
     for (int J = 0; J + 1 < np; ++J) {
         const int t1 = J + 1 + ((b - (J + 1)) % nb + nb) % nb;   // first own tile after J
         if (t1 >= np) break;
+        const int row0 = J * TRI_W, wJ = min(TRI_W, n - row0);
         const bool factors = t1 == J + 1;
-        if (factors) load_block(J + 1);
+        if (factors) {                        // what does not depend on panel J, early
+            load_block(J + 1);
+            tri_load(X, R, ldr, B, ldb, n, k, row0, wJ, t1);
+        }
         if (tid == 0) {
             while (vflags[J] == 0) {}
             __threadfence();
@@ -305,9 +310,12 @@ __device__ void triangle_update(T* R, long ldr, T* B, long ldb, int n, int k, T 
         for (long idx = tid; idx < slot; idx += TRI_NT) Vb[idx] = __ldcg(src + idx);
         __syncthreads();
         if (factors && trace && tid == 0) trace[8 * (J + 1) + 1] = tri_now();
-        const int row0 = J * TRI_W, wJ = min(TRI_W, n - row0);
         for (int t = t1; t < np; t += nb) {
             const bool keep = t == J + 1;
+            if (!keep) {
+                tri_load(X, R, ldr, B, ldb, n, k, row0, wJ, t);
+                __syncthreads();
+            }
             tri_apply(Vb, Pm, Lt, X, Z, R, ldr, B, ldb, n, k, row0, wJ, t, keep);
             if (keep) {
                 if (trace && tid == 0) trace[8 * t + 2] = tri_now();
