@@ -34,7 +34,9 @@
 //
 // Layout: R (leading dimension ldr) and B (ldb) row-major.  work: one slot of
 // (2 k + 32) x 32 values per panel (V_B, P, L^T).  flags: n_panels ints, zero.  trace:
-// null, or 8 timestamps (ns) per panel from the block that factors it.  Launch with 512
+// null, or per panel from the block that factors it: 5 time stamps (ns; flag seen, panel
+// loaded, tile updated, factored, published), then the cycles of the factor's dots,
+// scalars and updates.  Launch with 512
 // threads, tri_smem(k) bytes of dynamic shared memory, one block per SM at most and all
 // blocks resident (a cooperative launch): blocks wait for each other.
 
@@ -101,15 +103,34 @@ __device__ void tri_apply(const T* Vb, const T* Pm, const T* Lt, T* X, T* Z,
     __syncthreads();                          // X and Z are reused by the next tile
 }
 
+// 1 / sqrt(x) and 1 / x to about an ulp, without the IEEE slow paths: the reflector
+// chain waits on them once per column (t and scale stay consistent to a few ulps, like
+// LAPACK's own rounding)
+__device__ __forceinline__ float tri_rsqrt(float x)
+{
+    const float r = rsqrtf(x);
+    return r * fmaf(-0.5f * x * r, r, 1.5f);
+}
+__device__ __forceinline__ double tri_rsqrt(double x) { return rsqrt(x); }
+__device__ __forceinline__ float tri_rcp(float x)
+{
+    const float r = __fdividef(1.0f, x);
+    return r * fmaf(-x, r, 2.0f);
+}
+__device__ __forceinline__ double tri_rcp(double x) { return __drcp_rn(x); }
+
 template <typename T, int RPW>
 __device__ void tri_factor_columns(T* S, T* D, T* Gt, T* pd, T* tau, int k, int wp, T sgn,
-                                   int positive, int* first_fail)
+                                   int positive, int* first_fail, long long* cycles)
 {
     // The reflectors of the panel: lane c holds RPW rows of column c in registers, in
     // warp (row / RPW); S has the rows up to a multiple of RPW (zeros below k), so the
     // loops are unrolled without conditions.  Column j reaches the other lanes by
     // shuffles.  Lanes c < j hold their final columns, so the same dots give the
-    // coupling Gt[j][c] = G[c][j] = sgn v_c . v_j for the compact WY form.
+    // coupling Gt[j][c] = G[c][j] = sgn v_c . v_j for the compact WY form.  With one
+    // warp, each lane keeps ||x_c||^2 up to date after its update, so that the pivot of
+    // the next step does not wait for the dots (the step's chain: a shuffle, the
+    // scalars, the update).
     const int tid = threadIdx.x, c = tid & 31, warp = tid >> 5;
     const unsigned full = 0xffffffffu;
     const int nw = (k + RPW - 1) / RPW;
@@ -118,58 +139,81 @@ __device__ void tri_factor_columns(T* S, T* D, T* Gt, T* pd, T* tau, int k, int 
     T x[RPW];
 #pragma unroll
     for (int i = 0; i < RPW; ++i) x[i] = Sr[i * TRI_W + c];
-    T my_scale = 0, my_beta = 0;
-    for (int j = 0; j < wp; ++j) {
-        T d[4] = {0, 0, 0, 0};
+    auto sumsq = [&]() {
+        T q[4] = {0, 0, 0, 0};
 #pragma unroll
-        for (int i = 0; i < RPW; ++i) d[i % 4] += __shfl_sync(full, x[i], j) * x[i];
-        T dot = (d[0] + d[1]) + (d[2] + d[3]), sig;
+        for (int i = 0; i < RPW; ++i) q[i % 4] += x[i] * x[i];
+        return (q[0] + q[1]) + (q[2] + q[3]);
+    };
+    T my_sig = nw == 1 ? sumsq() : T(0);
+    const T my_alpha = D[c * TRI_W + c];      // R's diagonal: fixed until its own step
+    T my_scale = 0, my_beta = 0;
+    long long cyc[4] = {0, 0, 0, 0}, c_prev = cycles ? clock64() : 0;
+    // cycles spent in the dots, the scalars and the updates of every step (profiling)
+    auto mark = [&](int phase) {
+        if (cycles) {
+            const long long c_now = clock64();
+            cyc[phase] += c_now - c_prev;
+            c_prev = c_now;
+        }
+    };
+    for (int j = 0; j < wp; ++j) {
+        const T alpha = __shfl_sync(full, my_alpha, j);
+        T sig = nw == 1 ? __shfl_sync(full, my_sig, j) : T(0);
         const T a_c = D[j * TRI_W + c];       // read before warp 0 rewrites row j
+        T xj[RPW], d[4] = {0, 0, 0, 0};
+#pragma unroll
+        for (int i = 0; i < RPW; ++i) {
+            xj[i] = __shfl_sync(full, x[i], j);
+            d[i % 4] += xj[i] * x[i];
+        }
+        T dot = (d[0] + d[1]) + (d[2] + d[3]);
         if (nw > 1) {
             T* buf = pd + (j & 1) * TRI_NT;   // two buffers: one barrier per step
             buf[warp * 32 + c] = dot;
             asm volatile("bar.sync 1, %0;" :: "r"(nw * 32));
             dot = 0;
-            sig = 0;
+#pragma unroll 4
             for (int f = 0; f < nw; ++f) {
                 dot += buf[f * 32 + c];
                 sig += buf[f * 32 + j];
             }
-        } else {
-            sig = __shfl_sync(full, dot, j);
         }
-        const T sigma = sgn * sig, alpha = D[j * TRI_W + j];
+        mark(0);
+        // beta = -sign(alpha) ||[alpha; b_j]||_J, t = (beta - alpha) / beta, scale =
+        // 1 / (alpha - beta): no cancellation in either (alpha and beta differ in sign)
+        const T sigma = sgn * sig;
         const T pivot = alpha * alpha + sigma;
-        T t = 0, scale = 0, beta = alpha;
-        if (sigma != T(0) || positive) {
-            if (pivot > T(0) && isfinite(pivot)) {
-                const T norm = sqrt(pivot);
-                beta = alpha >= T(0) ? -norm : norm;
-                t = (beta - alpha) / beta;
-                scale = T(1) / (alpha - beta);
-            } else if (tid == 0 && *first_fail == 0x7fffffff) {
-                *first_fail = j;
-            }
-        }
+        const bool ok = pivot > T(0) && isfinite(pivot);
+        const bool build = ok && (sigma != T(0) || positive);
+        const T r = tri_rsqrt(ok ? pivot : T(1));
+        const bool flip = alpha >= T(0);
+        const T beta = build ? (flip ? -pivot * r : pivot * r) : alpha;
+        const T t = build ? fma(-alpha, flip ? -r : r, T(1)) : T(0);
+        const T scale = build ? tri_rcp(alpha - beta) : T(0);
+        if (!ok && (sigma != T(0) || positive) && tid == 0 && *first_fail == 0x7fffffff)
+            *first_fail = j;                  // a breakdown: this reflector is skipped
         // u_j^T J x_c = R[j][c] + sgn scale (b_j . b_c);  x_c -= t (u_j^T J x_c) u_j
         const bool later = c > j && c < wp;
-        const T dc = t * (a_c + sgn * scale * dot);
+        const T dc = t * fma(sgn * scale, dot, a_c);
         const T f = later ? dc * scale : T(0);
+        mark(1);
+#pragma unroll
+        for (int i = 0; i < RPW; ++i) x[i] = fma(-f, xj[i], x[i]);
+        if (nw == 1) my_sig = sumsq();
         if (warp == 0) {
             if (later) D[j * TRI_W + c] = a_c - dc;
             else if (c < j) Gt[j * TRI_W + c] = sgn * my_scale * scale * dot;
             else if (c == j) tau[j] = t;
         }
-#pragma unroll
-        for (int i = 0; i < RPW; ++i) {
-            const T xj = __shfl_sync(full, x[i], j);
-            x[i] = later ? x[i] - f * xj : x[i];
-        }
         if (c == j) {
             my_scale = scale;
             my_beta = beta;
         }
+        mark(2);
     }
+    if (cycles && tid == 0)
+        for (int i = 0; i < 3; ++i) cycles[i] = cyc[i];
 #pragma unroll
     for (int i = 0; i < RPW; ++i) Sr[i * TRI_W + c] = x[i] * my_scale;     // the vectors v_c
     if (warp == 0) {
@@ -196,9 +240,13 @@ __device__ void tri_factor(T* S, T* D, T* G, T* pd, T* Lt, T* tau,
     __shared__ int first_fail;
     if (tid == 0) first_fail = 0x7fffffff;
     const int rpw = tri_rpw(k, sizeof(T));
-    if (rpw == 4) tri_factor_columns<T, 4>(S, D, G, pd, tau, k, wp, sgn, positive, &first_fail);
-    else if (rpw == 16) tri_factor_columns<T, 16>(S, D, G, pd, tau, k, wp, sgn, positive, &first_fail);
-    else tri_factor_columns<T, 32>(S, D, G, pd, tau, k, wp, sgn, positive, &first_fail);
+    long long* cycles = trace ? trace + 8 * P + 5 : nullptr;
+    if (rpw == 4)
+        tri_factor_columns<T, 4>(S, D, G, pd, tau, k, wp, sgn, positive, &first_fail, cycles);
+    else if (rpw == 16)
+        tri_factor_columns<T, 16>(S, D, G, pd, tau, k, wp, sgn, positive, &first_fail, cycles);
+    else
+        tri_factor_columns<T, 32>(S, D, G, pd, tau, k, wp, sgn, positive, &first_fail, cycles);
     __syncthreads();
     if (trace && tid == 0) trace[8 * P + 3] = tri_now();
     T* Vout = out;
