@@ -67,38 +67,84 @@ __device__ void tri_load(T* X, const T* R, long ldr, const T* B, long ldb, int n
 }
 
 template <typename T>
+__device__ __forceinline__ void lds4(const T* p, T v[4])
+{
+    // four consecutive values of shared memory (16-byte aligned) in one or two loads
+    if constexpr (sizeof(T) == 4) {
+        const float4 q = *reinterpret_cast<const float4*>(p);
+        v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;
+    } else {
+        const double2 a = *reinterpret_cast<const double2*>(p);
+        const double2 b = *reinterpret_cast<const double2*>(p + 2);
+        v[0] = a.x; v[1] = a.y; v[2] = b.x; v[3] = b.y;
+    }
+}
+
+template <typename T>
 __device__ void tri_apply(const T* Vb, const T* Pm, const T* Lt, T* X, T* Z,
                           T* R, long ldr, T* B, long ldb, int n, int k,
                           int row0, int wJ, int t, bool keep)
 {
     // Panel J (its R rows row0 .. row0 + wJ) applied to tile t, loaded in X by tri_load
-    // (a barrier ago): lane = column, warp = rows.  keep: leave the new B columns in X
-    // (for the factor) instead of writing them back.
+    // (a barrier ago): lane = column; each thread computes four rows, so that one
+    // (broadcast, vector) load of coefficients serves four multiply-adds.  keep: leave
+    // the new B columns in X (for the factor) instead of writing them back.
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    constexpr int nwarps = TRI_NT / 32;
     const int col = t * TRI_W + lane;
     const bool active = col < n;
     const T* XB = X + TRI_W * TRI_W;
-    for (int i = warp; i < wJ; i += nwarps) {
-        T z0 = 0, z1 = 0;
+    if (warp < TRI_W / 4) {                   // Z = L X_R + P^T X_B, rows i0 .. i0 + 4
+        const int i0 = 4 * warp;
+        T z[4] = {0, 0, 0, 0};
+        if (i0 < wJ) {                        // (rows of L and P past wJ are zero)
+#pragma unroll 8
+            for (int q = 0; q < TRI_W; ++q) { // L[i][q] = 0 for q > i
+                T l[4];
+                lds4(Lt + q * TRI_W + i0, l);
+                const T xq = X[q * TRI_W + lane];
 #pragma unroll
-        for (int q = 0; q < TRI_W; ++q)       // L[i][q] = 0 for q > i
-            z0 += Lt[q * TRI_W + i] * X[q * TRI_W + lane];
+                for (int a = 0; a < 4; ++a) z[a] += l[a] * xq;
+            }
 #pragma unroll 4
-        for (int r = 0; r < k; ++r) z1 += Pm[r * TRI_W + i] * XB[r * TRI_W + lane];
-        Z[i * TRI_W + lane] = z0 + z1;
+            for (int r = 0; r < k; ++r) {
+                T p[4];
+                lds4(Pm + r * TRI_W + i0, p);
+                const T xr = XB[r * TRI_W + lane];
+#pragma unroll
+                for (int a = 0; a < 4; ++a) z[a] += p[a] * xr;
+            }
+        }
+#pragma unroll
+        for (int a = 0; a < 4; ++a) {
+            Z[(i0 + a) * TRI_W + lane] = z[a];
+            if (active && i0 + a < wJ)        // panel J's rows of R are final
+                R[(long)(row0 + i0 + a) * ldr + col] = X[(i0 + a) * TRI_W + lane] - z[a];
+        }
     }
     __syncthreads();
-    if (active)
-        for (int i = warp; i < wJ; i += nwarps)
-            R[(long)(row0 + i) * ldr + col] = X[i * TRI_W + lane] - Z[i * TRI_W + lane];
-    for (int r = warp; r < k; r += nwarps) {
-        T s = 0;
-#pragma unroll 8
-        for (int i = 0; i < wJ; ++i) s += Vb[r * TRI_W + i] * Z[i * TRI_W + lane];
-        const T v = XB[r * TRI_W + lane] - s;
-        if (keep) X[(TRI_W + r) * TRI_W + lane] = v;
-        else if (active) B[(long)r * ldb + col] = v;
+    for (int r0 = 4 * warp; r0 < k; r0 += 4 * (TRI_NT / 32)) {   // X_B -= V_B Z, 4 rows
+        T s[4] = {0, 0, 0, 0};
+#pragma unroll
+        for (int i = 0; i < TRI_W; i += 4) {
+            T zc[4];
+#pragma unroll
+            for (int b = 0; b < 4; ++b) zc[b] = Z[(i + b) * TRI_W + lane];
+#pragma unroll
+            for (int a = 0; a < 4; ++a) {     // (rows past k read P: finite, not written)
+                T v[4];
+                lds4(Vb + (r0 + a) * TRI_W + i, v);
+                s[a] += (v[0] * zc[0] + v[1] * zc[1]) + (v[2] * zc[2] + v[3] * zc[3]);
+            }
+        }
+#pragma unroll
+        for (int a = 0; a < 4; ++a) {
+            const int r = r0 + a;
+            if (r < k) {
+                const T v = XB[r * TRI_W + lane] - s[a];
+                if (keep) X[(TRI_W + r) * TRI_W + lane] = v;
+                else if (active) B[(long)r * ldb + col] = v;
+            }
+        }
     }
     __syncthreads();                          // X and Z are reused by the next tile
 }
@@ -271,15 +317,27 @@ __device__ void tri_factor(T* S, T* D, T* G, T* pd, T* Lt, T* tau,
     __syncthreads();
     for (int idx = tid; idx < TRI_W * TRI_W; idx += TRI_NT)
         Lout[idx] = Lt[(idx / TRI_W) * (TRI_W + 1) + idx % TRI_W];
-    // V_B and P[r][i] = sgn sum_{q <= i} V_B[r][q] L[i][q]
-    for (int idx = tid; idx < k * TRI_W; idx += TRI_NT) {
-        const int r = idx / TRI_W, i = idx - r * TRI_W;
-        Vout[idx] = S[idx];
-        T s[4] = {0, 0, 0, 0};
+    for (int idx = tid; idx < k * TRI_W; idx += TRI_NT) Vout[idx] = S[idx];
+    // P[r][i] = sgn sum_{q <= i} V_B[r][q] L[i][q]: lane = i, 8 rows r per thread (one
+    // vector load of V_B's row serves four q)
+    for (int r0 = 8 * warp; r0 < k; r0 += 8 * (TRI_NT / 32)) {
+        T s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        const int i = tid & 31;
 #pragma unroll
-        for (int q = 0; q < TRI_W; ++q)       // L[i][q] = 0 for q > i
-            s[q % 4] += S[r * TRI_W + q] * Lt[q * (TRI_W + 1) + i];
-        Pout[idx] = sgn * ((s[0] + s[1]) + (s[2] + s[3]));
+        for (int q = 0; q < TRI_W; q += 4) {  // L[i][q] = 0 for q > i
+            T l[4];
+#pragma unroll
+            for (int b = 0; b < 4; ++b) l[b] = Lt[(q + b) * (TRI_W + 1) + i];
+#pragma unroll
+            for (int a = 0; a < 8; ++a) {     // (rows past k: not written)
+                T v[4];
+                lds4(S + (r0 + a) * TRI_W + q, v);
+                s[a] += (v[0] * l[0] + v[1] * l[1]) + (v[2] * l[2] + v[3] * l[3]);
+            }
+        }
+#pragma unroll
+        for (int a = 0; a < 8; ++a)
+            if (r0 + a < k) Pout[(r0 + a) * TRI_W + i] = sgn * s[a];
     }
     if (tid == 0 && first_fail != 0x7fffffff) atomicMin(fail, c0 + first_fail);
     __threadfence();                          // every thread's writes, before the flag
@@ -305,7 +363,7 @@ __device__ void triangle_update(T* R, long ldr, T* B, long ldb, int n, int k, T 
                                 int positive, T* work, int* flags, int* fail,
                                 long long* trace)
 {
-    extern __shared__ unsigned char smem_raw[];
+    extern __shared__ __align__(16) unsigned char smem_raw[];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const long slot = (2L * k + TRI_W) * TRI_W;
     T* Vb = reinterpret_cast<T*>(smem_raw);   // k x 32      panel J's vectors (B rows)
