@@ -140,13 +140,16 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
 
         P = T^T (C + s Vp^T W_t);   C -= P;   W_t -= Vp P
 
-    **On a GPU** (CuPy arrays, ``block_size=None``) each panel of ``w <= 32`` columns is
-    one launch of ``qrlab/kernels/reflect.cu``: every thread block keeps the
-    ``(w + k) x w`` panel in shared memory, builds its ``w`` reflectors column by column
-    and applies them, in the compact WY form above, to its tiles of 32 trailing columns
-    of ``[R; W]``. ``R`` is read once and written once; ``W`` is read and written once per
-    panel. A breakdown is recorded on the device and raised after the last panel (one
-    synchronisation per call).
+    **On a GPU** (CuPy arrays, ``block_size=None``) the whole update is one launch of
+    ``qrlab/kernels/triangle.cu`` (panels of 32 columns; for ``k`` up to a few hundred,
+    as shared memory allows): one thread block per SM owns tiles of 32 columns of
+    ``[R; W]``; a panel's reflectors are built by one to a few warps, with the panel's
+    columns in registers, and published through device memory in the compact WY form
+    above, and every block applies them to its tiles while the next panel is already
+    being factored. Larger ``k`` takes one launch of ``qrlab/kernels/reflect.cu`` per
+    panel of ``w <= 32`` columns. ``R`` is read once and written once; ``W`` is read and
+    written once per panel. A breakdown is recorded on the device and raised at the end
+    (one synchronisation per call).
 
     ``C`` (``b x m``) is the panel's rows of ``R``: each row of ``R`` is read and written
     once in the whole update, while ``W_t`` (``k x m``) is read and written once per panel.
@@ -406,10 +409,10 @@ def _blocked(R, W, s, nb, panel, out, staged):
 
 
 def _fused(executor, R, V, s, overwrite):
-    """The blocked method in fused kernels (a GPU executor): one launch per panel of up to
-    32 columns, each building the panel's reflectors column by column and applying them to
-    the trailing columns (``qrlab/kernels/reflect.cu``). R is only read until the whole
-    update has succeeded."""
+    """The blocked method in fused kernels (a GPU executor): one launch for the whole
+    update (``qrlab/kernels/triangle.cu``), or one per panel of up to 32 columns for large
+    k (``qrlab/kernels/reflect.cu``); see ``GpuExecutor.triangle_update``. R is only read
+    until the whole update has succeeded."""
     xp = array_module(R)
     flip = -xp.sign(xp.diagonal(R))            # negative diagonal in, positive out
     R1 = xp.ascontiguousarray(xp.triu(R) * flip[:, None])

@@ -8,6 +8,12 @@ of the trailing columns of R; Q, when kept, gets them by three cuBLAS products. 
 panels (the p-wide Stage 1 of adding columns) use ``panel_qr``
 (``qrlab/kernels/panel.cu``: panel and ``T`` in shared memory) and matrix products.
 
+The Cholesky update, a triangle ``[R; V^T]`` reduced to ``[R'; 0]``, runs whole in one
+cooperative launch of ``triangle_update`` (``qrlab/kernels/triangle.cu``): one block per
+SM owns tiles of 32 columns, each panel is published through a flag in device memory as
+soon as it is factored, and the next panel is factored while the other blocks are still
+applying this one.
+
 Givens sweeps are what cost the papers O(m) launches; here they take three steps
 whatever ``m``:
 

@@ -21,24 +21,25 @@
 // D = diag(tau), N strictly lower with N[i][q] = u_q^T J u_i = sgn v_q . v_i, and
 // X -= U Z is X_R -= Z, X_B -= V_B Z.
 //
-// The panel factorization: lane c holds column c of B, 32 rows per warp in registers
-// (16 for double).  Step j: every lane dots its column with column j (read from shared
-// memory, where its owner put it), the warps' partial dots are summed through
-// shared memory behind one named barrier (none with one warp: lane j's own dot gives
-// sigma by a shuffle), and every lane c > j applies H_j to its column.  The pivot uses
-// alpha = R[j][j] (R's diagonal block is untouched until its own panel) and
-// sigma = sgn ||b_j||^2.  With positive != 0 a reflector is built even where b_j = 0, so
-// that beta = -sign(alpha) ||x||_J is positive for the negative alpha the caller passes.
-// A pivot alpha^2 + sigma that is not positive (possible only for sgn < 0) or not finite
-// is a breakdown: its column goes to *fail (atomicMin) and that reflector is skipped.
+// The panel factorization (tri_factor_columns): lane c holds column c of B in registers,
+// RPW rows per warp (tri_rpw: 4, 16 or 32; 16 for double), so one to a few warps.  Step
+// j: column j reaches the other lanes by shuffles, every lane dots its column with it
+// (the warps' partial dots summed through shared memory behind one named barrier; with
+// one warp, sigma comes from lane j's own ||b_j||^2, kept up to date), and every lane
+// c > j applies H_j to its column.  The pivot uses alpha = R[j][j] (R's diagonal block
+// is untouched until its own panel) and sigma = sgn ||b_j||^2.  With positive != 0 a
+// reflector is built even where b_j = 0, so that beta = -sign(alpha) ||x||_J is positive
+// for the negative alpha the caller passes.  A pivot alpha^2 + sigma that is not
+// positive (possible only for sgn < 0) or not finite is a breakdown: its column goes to
+// *fail (atomicMin) and that reflector is skipped.
 //
 // Layout: R (leading dimension ldr) and B (ldb) row-major.  work: one slot of
 // (2 k + 32) x 32 values per panel (V_B, P, L^T).  flags: n_panels ints, zero.  trace:
-// null, or per panel from the block that factors it: 5 time stamps (ns; flag seen, panel
-// loaded, tile updated, factored, published), then the cycles of the factor's dots,
-// scalars and updates.  Launch with 512
-// threads, tri_smem(k) bytes of dynamic shared memory, one block per SM at most and all
-// blocks resident (a cooperative launch): blocks wait for each other.
+// null, or 8 values per panel from the block that factors it: 5 time stamps (ns; flag
+// seen, panel loaded, tile updated, factored, published), then the cycles of the
+// factor's dots, scalars and updates.  Launch with 512 threads, the dynamic shared memory
+// of gpu._triangle_smem(k), one block per SM at most and all blocks resident (a
+// cooperative launch): blocks wait for each other.
 
 #define TRI_W 32
 #define TRI_NT 512
