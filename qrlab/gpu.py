@@ -8,8 +8,9 @@ of the trailing columns of R; Q, when kept, gets them by three cuBLAS products. 
 panels (the p-wide Stage 1 of adding columns) use ``panel_qr``
 (``qrlab/kernels/panel.cu``: panel and ``T`` in shared memory) and matrix products.
 
-The Cholesky update, a triangle ``[R; V^T]`` reduced to ``[R'; 0]``, runs whole in one
-cooperative launch of ``triangle_update`` (``qrlab/kernels/triangle.cu``): one block per
+The Cholesky update, a triangle ``[R; V^T]`` reduced to ``[R'; 0]``, and adding rows
+without Q (``[R; U]``, right-hand sides carried) run whole in one cooperative launch of
+``triangle_update`` (``qrlab/kernels/triangle.cu``): one block per
 SM owns tiles of 32 columns, each panel is published through a flag in device memory as
 soon as it is factored, and the next panel is factored while the other blocks are still
 applying this one.
@@ -131,6 +132,46 @@ class GpuExecutor(Executor):
             nb //= 2
         return nb
 
+    def run(self, plan, Q, R, operands=None):
+        """As the reference executor, except that adding rows without Q reduces the
+        triangle in one launch (:meth:`triangle_update`), then runs the plan's remaining
+        panels (those past the triangle: carried columns, a wide matrix)."""
+        lead = self.triangle_rows(plan, Q, R)
+        if lead is None:
+            return super().run(plan, Q, R, operands)
+        n, (b0, b1), covered = lead
+        self.triangle_update(R[:n], R[b0:b1], 1, positive=False)
+        for op in list(plan.ops())[covered:]:
+            self.reflect(op, Q, R)
+        return Q, R
+
+    def triangle_rows(self, plan, Q, R):
+        """For a plan that adds rows without Q, the leading panels whose rows are their
+        own diagonal block and the same new rows (a triangle update): ``(n, (b0, b1),
+        count)``, the triangle's size, the new rows and how many panels that covers; else
+        None."""
+        if (plan.kind != "insert_rows" or Q is not None or self.method == "paper"
+                or not R.flags.c_contiguous):
+            return None
+        ops = list(plan.ops())
+        if not ops or not all(isinstance(op, Reflect) for op in ops):
+            return None
+
+        if len(ops[0].rows) != 2:
+            return None
+        new = ops[0].rows[1]
+        count, n = 0, 0
+        for op in ops:
+            c1 = op.cols[1]
+            # the diagonal rows n .. c1 and the new rows (one span when c1 meets them)
+            if op.cols[0] != n or op.rows not in (((n, c1), new), ((n, new[1]),)) or (
+                    len(op.rows) == 1 and c1 != new[0]):
+                break
+            count, n = count + 1, c1
+        if count == 0 or not self.launches_once(R.dtype, new[1] - new[0]):
+            return None
+        return n, new, count
+
     # -- Householder panels: one fused launch each ------------------------------------
     def reflect(self, op: Reflect, Q, R):
         """Factor the panel and apply it to the trailing columns of R in one launch
@@ -193,21 +234,24 @@ class GpuExecutor(Executor):
         return (self.one_launch and dtype.kind == "f" and dtype.itemsize in (4, 8)
                 and k <= 512 and _triangle_smem(k, dtype.itemsize) <= _SMEM_LIMIT)
 
-    def triangle_update(self, R1, W, sgn, trace=None):
+    def triangle_update(self, R1, W, sgn, positive=True, trace=None):
         """Reduce ``[R1; W]`` to ``[R1'; 0]`` in place by (hyperbolic, ``sgn = -1``)
-        Householder reflectors.  ``R1`` (n x n) must be upper triangular with a negative
-        diagonal, so that the new diagonal comes out positive.  One cooperative launch of
+        Householder reflectors.  ``R1`` (n x ncols, ncols >= n, rows C-contiguous) must be
+        upper triangular; its columns past n (``W``'s too) are carried along.  With
+        ``positive`` every reflector is built (beta = -sign(alpha) ||x||), so a negative
+        diagonal comes out positive; without, as in LAPACK, a column with nothing below
+        is left alone.  One cooperative launch of
         ``triangle_update`` (``kernels/triangle.cu``) where its shared memory fits, else one
         ``reflect_panel`` launch per panel of :meth:`panel_width` columns.  Returns the
         first column whose pivot failed, or -1 (one host synchronisation, at the end).
         ``trace``: None, or int64 device array of 8 per panel that the one launch fills with
         time stamps (ns; see the kernel) for profiling."""
         import cupy as cp
-        n, k = R1.shape[0], W.shape[0]
+        (n, ncols), k = R1.shape, W.shape[0]
         dt = R1.dtype
         none = np.iinfo(np.int32).max
         if self.launches_once(dt, k) and W.flags.c_contiguous:
-            npanels = -(-n // 32)
+            npanels, ntiles = -(-n // 32), -(-ncols // 32)
             ints = cp.zeros(npanels + 1, dtype=cp.int32)   # panel flags, then fail
             ints[npanels] = none
             work = cp.empty(npanels * (2 * k + 32) * 32, dtype=dt)   # V_B, P, L^T per panel
@@ -215,10 +259,11 @@ class GpuExecutor(Executor):
                 "triangle_update_" + ("f32" if dt.itemsize == 4 else "f64"))
             smem = _triangle_smem(k, dt.itemsize)
             fn.max_dynamic_shared_size_bytes = smem
-            grid = max(1, min(npanels - 1, _sm_count()))   # one block per SM at most
+            grid = max(1, min(ntiles - 1, _sm_count()))    # one block per SM at most
             fn((grid,), (512,),
-               (R1, np.int64(R1.shape[1]), W, np.int64(W.shape[1]), np.int32(n),
-                np.int32(k), dt.type(sgn), np.int32(1), work, ints, ints[npanels:],
+               (R1, np.int64(R1.strides[0] // dt.itemsize), W, np.int64(W.shape[1]),
+                np.int32(n), np.int32(ncols), np.int32(k), dt.type(sgn),
+                np.int32(bool(positive)), work, ints, ints[npanels:],
                 np.uint64(0) if trace is None else trace), shared_mem=smem)
             fail = ints[npanels:]
         else:
@@ -226,7 +271,8 @@ class GpuExecutor(Executor):
             fail = cp.full(1, none, dtype=cp.int32)
             for c0 in range(0, n, w):
                 wc = min(w, n - c0)
-                self.launch_reflect(R1, c0, wc, W, 0, k, sgn, True, c0, wc, n, fail=fail)
+                self.launch_reflect(R1, c0, wc, W, 0, k, sgn, positive, c0, wc, ncols,
+                                    fail=fail)
         first = int(fail.get()[0])
         return -1 if first == none else first
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import qrlab
-from qrlab import qr_delete, qr_insert, qr_update
+from qrlab import qr_delete, qr_insert, qr_update, stages
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 SHAPES = [(9, 4), (7, 7), (12, 5), (4, 7)]  # tall, square, tall, wide
@@ -480,6 +480,43 @@ def test_cupy_fused_panels(m, n, p, k, dtype):
     check_factors(None, Rg.get(), np.vstack([Ur, A]))
     Rg = qr_delete(None, cp.asarray(R), kc, pc, "col")
     check_factors(None, Rg.get(), np.delete(A, range(kc, kc + pc), axis=1))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
+@pytest.mark.parametrize("one_launch", [True, False], ids=["one-launch", "per-panel"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("nrows, n, p, nc", [(40, 40, 1, 0), (64, 64, 5, 1), (100, 70, 33, 1),
+                                              (300, 257, 64, 2), (33, 33, 100, 1),
+                                              (1000, 1000, 7, 1), (20, 40, 5, 0)])
+def test_cupy_rows_without_q(nrows, n, p, nc, dtype, one_launch, monkeypatch):
+    """Adding rows without Q: one launch of kernels/triangle.cu for the whole update
+    (carried right-hand-side columns too), or one launch per panel, against the NumPy
+    path; the stacked matrix's Gram matrix is unchanged."""
+    import cupy as cp
+
+    from qrlab import updates
+    from qrlab.executor import Executor
+    from qrlab.gpu import GpuExecutor
+    monkeypatch.setattr(GpuExecutor, "one_launch", one_launch)
+    rng = np.random.default_rng(nrows + n + p + nc)
+    R = np.triu(rng.standard_normal((nrows, n + nc))).astype(dtype)
+    U = rng.standard_normal((p, n + nc)).astype(dtype)
+    ex = GpuExecutor()
+    Rg = updates._insert_rows(None, cp.asarray(R), cp.asarray(U), 0, "none", ex)[1].get()
+    plan = stages.plan_insert_rows(nrows, n + nc, p, ex.panel_width(p, dtype))
+    lead = ex.triangle_rows(plan, None, cp.asarray(np.vstack([R, U])))
+    if one_launch and nrows >= n:   # the triangle: the panels before the carried columns
+        assert lead is not None and lead[0] >= min(n, 32 * (n // 32))
+    else:                           # per panel; a wide matrix's new rows join its diagonal
+        assert lead is None
+    Rn = updates._insert_rows(None, R, U, 0, "none", Executor())[1]
+    W = np.vstack([R, U]).astype(np.float64)
+    eps = np.finfo(dtype).eps
+    np.testing.assert_allclose(Rg, Rn, rtol=0, atol=50 * n * eps * np.abs(Rn).max())
+    np.testing.assert_allclose(Rg.astype(np.float64).T @ Rg, W.T @ W, rtol=0,
+                               atol=50 * n * eps * np.abs(W.T @ W).max())
+    assert np.array_equal(np.triu(Rg), Rg)      # eliminated entries exactly zero
 
 
 @pytest.mark.gpu

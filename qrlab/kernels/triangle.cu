@@ -1,6 +1,7 @@
 // The whole triangle update [R; B] -> [R'; 0] in one launch (float, double).
 //
-// R is n x n upper triangular, B is k x n; J = diag(1 on R's rows, sgn on B's rows).  The
+// R is n x ncols (ncols >= n), upper triangular, B is k x ncols; J = diag(1 on R's rows,
+// sgn on B's rows).  Columns past n (a right-hand side, say) are carried along.  The
 // update is a chain of n reflectors u_j = [e_j; v_j] (v_j on B's rows only, because R is
 // triangular), taken in panels of 32: panel P reduces columns 32P .. 32P + 32, and its
 // reflectors touch only R's rows of that panel and B.  One kernel launch per panel
@@ -52,13 +53,13 @@ __device__ __forceinline__ long long tri_now()
 }
 
 template <typename T>
-__device__ void tri_load(T* X, const T* R, long ldr, const T* B, long ldb, int n, int k,
-                         int row0, int wJ, int t)
+__device__ void tri_load(T* X, const T* R, long ldr, const T* B, long ldb, int ncols,
+                         int k, int row0, int wJ, int t)
 {
     // Tile t into X: R's rows row0 .. row0 + wJ (panel J's), then B's k rows
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int col = t * TRI_W + lane;
-    const bool active = col < n;
+    const bool active = col < ncols;
     for (int r = warp; r < TRI_W + k; r += TRI_NT / 32) {
         T x = 0;
         if (active && r < wJ) x = R[(long)(row0 + r) * ldr + col];
@@ -83,7 +84,7 @@ __device__ __forceinline__ void lds4(const T* p, T v[4])
 
 template <typename T>
 __device__ void tri_apply(const T* Vb, const T* Pm, const T* Lt, T* X, T* Z,
-                          T* R, long ldr, T* B, long ldb, int n, int k,
+                          T* R, long ldr, T* B, long ldb, int ncols, int k,
                           int row0, int wJ, int t, bool keep)
 {
     // Panel J (its R rows row0 .. row0 + wJ) applied to tile t, loaded in X by tri_load
@@ -92,7 +93,7 @@ __device__ void tri_apply(const T* Vb, const T* Pm, const T* Lt, T* X, T* Z,
     // the new B columns in X (for the factor) instead of writing them back.
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int col = t * TRI_W + lane;
-    const bool active = col < n;
+    const bool active = col < ncols;
     const T* XB = X + TRI_W * TRI_W;
     if (warp < TRI_W / 4) {                   // Z = L X_R + P^T X_B, rows i0 .. i0 + 4
         const int i0 = 4 * warp;
@@ -167,8 +168,9 @@ __device__ __forceinline__ float tri_rcp(float x)
 __device__ __forceinline__ double tri_rcp(double x) { return __drcp_rn(x); }
 
 template <typename T, int RPW>
-__device__ void tri_factor_columns(T* S, T* D, T* Gt, T* pd, T* tau, int k, int wp, T sgn,
-                                   int positive, int* first_fail, long long* cycles)
+__device__ void tri_factor_columns(T* S, T* D, T* Gt, T* pd, T* tau, int k, int wp, int wt,
+                                   T sgn, int positive, int* first_fail, T* Bc, long ldb,
+                                   long long* cycles)
 {
     // The reflectors of the panel: lane c holds RPW rows of column c in registers, in
     // warp (row / RPW); S has the rows up to a multiple of RPW (zeros below k), so the
@@ -241,7 +243,7 @@ __device__ void tri_factor_columns(T* S, T* D, T* Gt, T* pd, T* tau, int k, int 
         if (!ok && (sigma != T(0) || positive) && tid == 0 && *first_fail == 0x7fffffff)
             *first_fail = j;                  // a breakdown: this reflector is skipped
         // u_j^T J x_c = R[j][c] + sgn scale (b_j . b_c);  x_c -= t (u_j^T J x_c) u_j
-        const bool later = c > j && c < wp;
+        const bool later = c > j && c < wt;
         const T dc = t * fma(sgn * scale, dot, a_c);
         const T f = later ? dc * scale : T(0);
         mark(1);
@@ -261,6 +263,10 @@ __device__ void tri_factor_columns(T* S, T* D, T* Gt, T* pd, T* tau, int k, int 
     }
     if (cycles && tid == 0)
         for (int i = 0; i < 3; ++i) cycles[i] = cyc[i];
+    if (c >= wp && c < wt)                    // trailing columns in the panel's tile: done
+#pragma unroll
+        for (int i = 0; i < RPW; ++i)
+            if (RPW * warp + i < k) Bc[(long)(RPW * warp + i) * ldb + c] = x[i];
 #pragma unroll
     for (int i = 0; i < RPW; ++i) Sr[i * TRI_W + c] = x[i] * my_scale;     // the vectors v_c
     if (warp == 0) {
@@ -276,24 +282,29 @@ __host__ __device__ inline int tri_rpw(int k, int size) { return k <= 4 ? 4 : (k
 
 template <typename T>
 __device__ void tri_factor(T* S, T* D, T* G, T* pd, T* Lt, T* tau,
-                           T* R, long ldr, T* B, long ldb, int n, int k, T sgn,
-                           int positive, int P, T* out, int* flags, int* fail,
+                           T* R, long ldr, T* B, long ldb, int n, int ncols, int k,
+                           T sgn, int positive, int P, T* out, int* flags, int* fail,
                            long long* trace)
 {
     // Panel P: its B columns are in S (k x 32, brought up to date), its diagonal block of
     // R in D.  Writes R's block and B's zeros back, V_B, P, L^T to out, then flags[P].
     const int tid = threadIdx.x, warp = tid >> 5;
-    const int c0 = P * TRI_W, wp = min(TRI_W, n - c0);
+    // pivots wp; columns wt of the tile (more where R has columns past n, like a right-
+    // hand side: they are updated as trailing columns)
+    const int c0 = P * TRI_W, wp = min(TRI_W, n - c0), wt = min(TRI_W, ncols - c0);
     __shared__ int first_fail;
     if (tid == 0) first_fail = 0x7fffffff;
     const int rpw = tri_rpw(k, sizeof(T));
     long long* cycles = trace ? trace + 8 * P + 5 : nullptr;
     if (rpw == 4)
-        tri_factor_columns<T, 4>(S, D, G, pd, tau, k, wp, sgn, positive, &first_fail, cycles);
+        tri_factor_columns<T, 4>(S, D, G, pd, tau, k, wp, wt, sgn, positive, &first_fail,
+                                  B + c0, ldb, cycles);
     else if (rpw == 16)
-        tri_factor_columns<T, 16>(S, D, G, pd, tau, k, wp, sgn, positive, &first_fail, cycles);
+        tri_factor_columns<T, 16>(S, D, G, pd, tau, k, wp, wt, sgn, positive, &first_fail,
+                                  B + c0, ldb, cycles);
     else
-        tri_factor_columns<T, 32>(S, D, G, pd, tau, k, wp, sgn, positive, &first_fail, cycles);
+        tri_factor_columns<T, 32>(S, D, G, pd, tau, k, wp, wt, sgn, positive, &first_fail,
+                                  B + c0, ldb, cycles);
     __syncthreads();
     if (trace && tid == 0) trace[8 * P + 3] = tri_now();
     T* Vout = out;
@@ -350,7 +361,7 @@ __device__ void tri_factor(T* S, T* D, T* G, T* pd, T* Lt, T* tau,
     // off the critical path: R's block and B's annihilated columns
     for (int idx = tid; idx < TRI_W * TRI_W; idx += TRI_NT) {
         const int r = idx / TRI_W, c = idx - r * TRI_W;
-        if (r < wp && c < wp && r <= c) R[(long)(c0 + r) * ldr + c0 + c] = D[idx];
+        if (r < wp && c < wt && r <= c) R[(long)(c0 + r) * ldr + c0 + c] = D[idx];
     }
     for (int idx = tid; idx < k * TRI_W; idx += TRI_NT) {
         const int r = idx / TRI_W, c = idx - r * TRI_W;
@@ -360,7 +371,8 @@ __device__ void tri_factor(T* S, T* D, T* G, T* pd, T* Lt, T* tau,
 }
 
 template <typename T>
-__device__ void triangle_update(T* R, long ldr, T* B, long ldb, int n, int k, T sgn,
+__device__ void triangle_update(T* R, long ldr, T* B, long ldb, int n, int ncols, int k,
+                                T sgn,
                                 int positive, T* work, int* flags, int* fail,
                                 long long* trace)
 {
@@ -377,35 +389,36 @@ __device__ void triangle_update(T* R, long ldr, T* B, long ldb, int n, int k, T 
     T* G = D + TRI_W * TRI_W;                 // 32 x 32
     T* pd = G + TRI_W * TRI_W;                // 2 x 16 x 32 the factor warps' partial dots
     T* tau = pd + 2 * TRI_NT;                 // 32
-    const int np = (n + TRI_W - 1) / TRI_W, nb = gridDim.x, b = blockIdx.x;
+    const int np = (n + TRI_W - 1) / TRI_W, nt = (ncols + TRI_W - 1) / TRI_W;   // panels, tiles
+    const int nb = gridDim.x, b = blockIdx.x;
     volatile int* vflags = flags;
     for (int idx = (TRI_W + k) * TRI_W + tid; idx < (TRI_W + kp) * TRI_W; idx += TRI_NT)
         X[idx] = 0;                           // the factor's padding rows stay zero
 
     // the diagonal block of panel P into D (untouched by the panels before P)
     auto load_block = [&](int P) {
-        const int c0 = P * TRI_W, wp = min(TRI_W, n - c0);
+        const int c0 = P * TRI_W, wp = min(TRI_W, n - c0), wt = min(TRI_W, ncols - c0);
         for (int r = warp; r < TRI_W; r += TRI_NT / 32)
-            D[r * TRI_W + lane] = (r < wp && lane < wp) ? R[(long)(c0 + r) * ldr + c0 + lane]
+            D[r * TRI_W + lane] = (r < wp && lane < wt) ? R[(long)(c0 + r) * ldr + c0 + lane]
                                                         : T(0);
     };
     if (b == 0) {                             // panel 0: tile 0 as it is
         if (trace && tid == 0) trace[0] = trace[1] = trace[2] = tri_now();
         load_block(0);
         for (int r = warp; r < k; r += TRI_NT / 32)
-            X[(TRI_W + r) * TRI_W + lane] = lane < n ? B[(long)r * ldb + lane] : T(0);
+            X[(TRI_W + r) * TRI_W + lane] = lane < ncols ? B[(long)r * ldb + lane] : T(0);
         __syncthreads();
-        tri_factor(X + TRI_W * TRI_W, D, G, pd, Z, tau, R, ldr, B, ldb, n, k, sgn, positive,
-                   0, work, flags, fail, trace);
+        tri_factor(X + TRI_W * TRI_W, D, G, pd, Z, tau, R, ldr, B, ldb, n, ncols, k, sgn,
+                   positive, 0, work, flags, fail, trace);
     }
-    for (int J = 0; J + 1 < np; ++J) {
+    for (int J = 0; J < np; ++J) {
         const int t1 = J + 1 + ((b - (J + 1)) % nb + nb) % nb;   // first own tile after J
-        if (t1 >= np) break;
+        if (t1 >= nt) break;
         const int row0 = J * TRI_W, wJ = min(TRI_W, n - row0);
-        const bool factors = t1 == J + 1;
+        const bool factors = t1 == J + 1 && J + 1 < np;   // tile J + 1 is panel J + 1
         if (factors) {                        // what does not depend on panel J, early
             load_block(J + 1);
-            tri_load(X, R, ldr, B, ldb, n, k, row0, wJ, t1);
+            tri_load(X, R, ldr, B, ldb, ncols, k, row0, wJ, t1);
         }
         if (tid == 0) {
             while (vflags[J] == 0) {}
@@ -417,17 +430,17 @@ __device__ void triangle_update(T* R, long ldr, T* B, long ldb, int n, int k, T 
         for (long idx = tid; idx < slot; idx += TRI_NT) Vb[idx] = __ldcg(src + idx);
         __syncthreads();
         if (factors && trace && tid == 0) trace[8 * (J + 1) + 1] = tri_now();
-        for (int t = t1; t < np; t += nb) {
-            const bool keep = t == J + 1;
+        for (int t = t1; t < nt; t += nb) {
+            const bool keep = factors && t == J + 1;
             if (!keep) {
-                tri_load(X, R, ldr, B, ldb, n, k, row0, wJ, t);
+                tri_load(X, R, ldr, B, ldb, ncols, k, row0, wJ, t);
                 __syncthreads();
             }
-            tri_apply(Vb, Pm, Lt, X, Z, R, ldr, B, ldb, n, k, row0, wJ, t, keep);
+            tri_apply(Vb, Pm, Lt, X, Z, R, ldr, B, ldb, ncols, k, row0, wJ, t, keep);
             if (keep) {
                 if (trace && tid == 0) trace[8 * t + 2] = tri_now();
-                tri_factor(X + TRI_W * TRI_W, D, G, pd, Z, tau, R, ldr, B, ldb, n, k, sgn,
-                           positive, t, work + t * slot, flags, fail, trace);
+                tri_factor(X + TRI_W * TRI_W, D, G, pd, Z, tau, R, ldr, B, ldb, n, ncols, k,
+                           sgn, positive, t, work + t * slot, flags, fail, trace);
             }
         }
     }
@@ -435,11 +448,15 @@ __device__ void triangle_update(T* R, long ldr, T* B, long ldb, int n, int k, T 
 
 extern "C" {
 __global__ void __launch_bounds__(TRI_NT)
-triangle_update_f32(float* R, long ldr, float* B, long ldb, int n, int k, float sgn,
-                    int positive, float* work, int* flags, int* fail, long long* trace)
-{ triangle_update<float>(R, ldr, B, ldb, n, k, sgn, positive, work, flags, fail, trace); }
+triangle_update_f32(float* R, long ldr, float* B, long ldb, int n, int ncols, int k,
+                    float sgn, int positive, float* work, int* flags, int* fail,
+                    long long* trace)
+{ triangle_update<float>(R, ldr, B, ldb, n, ncols, k, sgn, positive, work, flags, fail,
+                         trace); }
 __global__ void __launch_bounds__(TRI_NT)
-triangle_update_f64(double* R, long ldr, double* B, long ldb, int n, int k, double sgn,
-                    int positive, double* work, int* flags, int* fail, long long* trace)
-{ triangle_update<double>(R, ldr, B, ldb, n, k, sgn, positive, work, flags, fail, trace); }
+triangle_update_f64(double* R, long ldr, double* B, long ldb, int n, int ncols, int k,
+                    double sgn, int positive, double* work, int* flags, int* fail,
+                    long long* trace)
+{ triangle_update<double>(R, ldr, B, ldb, n, ncols, k, sgn, positive, work, flags, fail,
+                          trace); }
 }
