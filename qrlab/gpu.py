@@ -58,7 +58,8 @@ def kernels():
 
 @functools.lru_cache(maxsize=None)
 def triangle_kernels():
-    """``kernels/triangle.cu``, compiled for cooperative launch (its grid barrier)."""
+    """``kernels/triangle.cu``, launched cooperatively: its blocks wait on each other's
+    flags, so all of them must be resident at once."""
     import cupy as cp
     return cp.RawModule(code=_TRIANGLE.read_text(), options=("-std=c++17",),
                         enable_cooperative_groups=True)
@@ -80,7 +81,7 @@ def _triangle_smem(k, size):
     """Dynamic shared memory of ``triangle_update`` (panels of 32): V_B, P, L^T, a tile of
     32 + k rows (k padded to the rows per factoring warp, ``tri_rpw``), Z (rows of 33),
     the diagonal block, G, the partial dots and tau."""
-    rpw = 4 if k <= 4 else 16 if (k <= 16 or size == 8) else 32
+    rpw = 4 if k <= 4 else 16 if (k <= 16 or size == 8) else 32     # the kernel's tri_rpw
     kp = -(-k // rpw) * rpw
     return ((2 * k + 32) * 32 + (32 + kp) * 32 + 32 * 33 + 2 * 32 * 32 + 2 * 512 + 32) * size
 
@@ -139,38 +140,35 @@ class GpuExecutor(Executor):
         lead = self.triangle_rows(plan, Q, R)
         if lead is None:
             return super().run(plan, Q, R, operands)
-        n, (b0, b1), covered = lead
+        n, (b0, b1), rest = lead
         self.triangle_update(R[:n], R[b0:b1], 1, positive=False)
-        for op in list(plan.ops())[covered:]:
+        for op in rest:
             self.reflect(op, Q, R)
         return Q, R
 
     def triangle_rows(self, plan, Q, R):
         """For a plan that adds rows without Q, the leading panels whose rows are their
         own diagonal block and the same new rows (a triangle update): ``(n, (b0, b1),
-        count)``, the triangle's size, the new rows and how many panels that covers; else
-        None."""
+        rest)``, the triangle's size, the new rows and the panels after it; else None."""
         if (plan.kind != "insert_rows" or Q is not None or self.method == "paper"
                 or not R.flags.c_contiguous):
             return None
         ops = list(plan.ops())
-        if not ops or not all(isinstance(op, Reflect) for op in ops):
-            return None
-
-        if len(ops[0].rows) != 2:
+        if (not ops or not all(isinstance(op, Reflect) for op in ops)
+                or len(ops[0].rows) != 2):
             return None
         new = ops[0].rows[1]
         count, n = 0, 0
         for op in ops:
             c1 = op.cols[1]
-            # the diagonal rows n .. c1 and the new rows (one span when c1 meets them)
-            if op.cols[0] != n or op.rows not in (((n, c1), new), ((n, new[1]),)) or (
-                    len(op.rows) == 1 and c1 != new[0]):
+            # the diagonal rows n .. c1 and the new rows (one span where c1 meets them)
+            rows = ((n, new[1]),) if c1 == new[0] else ((n, c1), new)
+            if op.cols[0] != n or op.rows != rows:
                 break
             count, n = count + 1, c1
         if count == 0 or not self.launches_once(R.dtype, new[1] - new[0]):
             return None
-        return n, new, count
+        return n, new, ops[count:]
 
     # -- Householder panels: one fused launch each ------------------------------------
     def reflect(self, op: Reflect, Q, R):

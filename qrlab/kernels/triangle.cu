@@ -197,7 +197,7 @@ __device__ void tri_factor_columns(T* S, T* D, T* Gt, T* pd, T* tau, int k, int 
     T my_sig = nw == 1 ? sumsq() : T(0);
     const T my_alpha = D[c * TRI_W + c];      // R's diagonal: fixed until its own step
     T my_scale = 0, my_beta = 0;
-    long long cyc[4] = {0, 0, 0, 0}, c_prev = cycles ? clock64() : 0;
+    long long cyc[3] = {0, 0, 0}, c_prev = cycles ? clock64() : 0;
     // cycles spent in the dots, the scalars and the updates of every step (profiling)
     auto mark = [&](int phase) {
         if (cycles) {
@@ -277,8 +277,11 @@ __device__ void tri_factor_columns(T* S, T* D, T* Gt, T* pd, T* tau, int k, int 
 }
 
 // rows of B per factoring warp: few for small k (no wasted work), at most 32 registers'
-// worth (16 doubles) for large k
-__host__ __device__ inline int tri_rpw(int k, int size) { return k <= 4 ? 4 : (k <= 16 || size == 8) ? 16 : 32; }
+// worth (16 doubles) for large k (gpu._triangle_smem repeats this rule for its padding)
+__device__ inline int tri_rpw(int k, int size)
+{
+    return k <= 4 ? 4 : (k <= 16 || size == 8) ? 16 : 32;
+}
 
 template <typename T>
 __device__ void tri_factor(T* S, T* D, T* G, T* pd, T* Lt, T* tau,
