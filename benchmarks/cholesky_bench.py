@@ -4,9 +4,7 @@ On a GPU (CuPy), for each dtype, n and k, with device-resident data and CUDA eve
 
 * t_update, t_downdate: ``qrlab.cholesky_update`` (blocked method, default settings) on R
   and V: on a GPU one cooperative launch for the whole update
-  (``qrlab/kernels/triangle.cu``, panels of 32) where k fits its shared memory, else the
-  fused panel kernel (``qrlab/kernels/reflect.cu``), one launch per panel of up to 32
-  columns;
+  (``qrlab/kernels/triangle.cu``, panels of 32) per 512 columns of V (256 in double);
 * t_update_per_panel: where the update runs as one launch, the same update with one
   ``reflect_panel`` launch per panel (``GpuExecutor.one_launch = False``);
 * t_update_arrayops: the same update by array-operation panels of --block-size (default
@@ -161,7 +159,7 @@ def run_case(xp, clock, dtype, n, ks, args, rng, rates):
     for k in ks:
         # the default path: fused panels on a GPU unless a block size is asked for
         fused = args.block_size is None and executor.fuses_triangle(np.dtype(dtype), k)
-        once = fused and executor.launches_once(np.dtype(dtype), k)
+        once = fused and executor.launches_once(np.dtype(dtype))
         b_run = None if fused else b
         b_floor = min(n, 32 if once else executor.panel_width(k, np.dtype(dtype))) if fused else b
         def fresh_v():

@@ -60,7 +60,7 @@ def panel_trace(ex, R1, W):
 
 def main():
     rng = np.random.default_rng(0)
-    for n, k in [(5000, 1), (5000, 16), (5000, 64), (20000, 16)]:
+    for n, k in [(5000, 1), (5000, 16), (5000, 64), (20000, 16), (3000, 500), (7000, 500)]:
         R = cp.asarray(np.triu(rng.standard_normal((n, n))), dtype=cp.float32)
         R -= 2 * n * cp.eye(n, dtype=cp.float32)          # a negative diagonal
         W = cp.asarray(rng.standard_normal((k, n)) * 0.01, dtype=cp.float32)

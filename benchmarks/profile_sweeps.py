@@ -1,6 +1,7 @@
 """Where the time of a GPU Givens sweep goes: rotations, accumulation, matrix products.
 
-    python benchmarks/profile_sweeps.py
+    python benchmarks/profile_sweeps.py               (removing rows)
+    python benchmarks/profile_sweeps.py insert_cols   (adding columns, each stage)
 
 Removing p rows from a 12000 x 6000 factorization (000 Table 10), float32; each phase
 timed with CUDA events, median of 5.
@@ -65,5 +66,73 @@ def main(m=12000, n=6000):
               ", ".join(f"{k} {v:.2f} ms" for k, v in res.items()), flush=True)
 
 
+class KernelClock:
+    """Stands in for ``qrlab.gpu.kernels()``: every launch timed with CUDA events and
+    summed by kernel name (the matrix products are the rest of an operation's time)."""
+
+    def __init__(self, module):
+        self.module, self.ms = module, {}
+
+    def get_function(self, name):
+        clock = self
+
+        class Timed:
+            def __init__(self):
+                object.__setattr__(self, "fn", clock.module.get_function(name))
+
+            def __setattr__(self, key, value):       # max_dynamic_shared_size_bytes
+                setattr(self.fn, key, value)
+
+            def __call__(self, *args, **kwargs):
+                a, b = cp.cuda.Event(), cp.cuda.Event()
+                a.record()
+                self.fn(*args, **kwargs)
+                b.record()
+                b.synchronize()
+                clock.ms[name] = clock.ms.get(name, 0.0) + cp.cuda.get_elapsed_time(a, b)
+        return Timed()
+
+
+def insert_cols(cases=((4000, 3000, 200, 0), (12000, 3000, 200, 0), (5000, 3000, 900, 2980))):
+    """Adding p columns at k with full Q (000 Tables 2 and 5): each operation of the plan
+    timed alone, and the sweep's three steps."""
+    from qrlab import updates
+    rng = np.random.default_rng(0)
+    for m, n, p, k in cases:
+        A = cp.asarray(rng.standard_normal((m, n)), dtype=cp.float32)
+        Q, R = cp.linalg.qr(A, mode="complete")
+        U = cp.asarray(rng.standard_normal((m, p)), dtype=cp.float32)
+        ex = GpuExecutor()
+        res = {"whole update": timed(lambda: updates._insert_cols(Q, R, U, k, "full", ex), 3),
+               "W = Q^T U and [R W]": timed(lambda: cp.concatenate(
+                   [R[:, :k], Q.T @ U, R[:, k:]], axis=1), 3)}
+        R_w = cp.concatenate([R[:, :k], Q.T @ U, R[:, k:]], axis=1)
+        plan = stages.plan_insert_cols(m, n, k, p)
+        Q1, R1 = Q.copy(), R_w.copy()
+        for op in plan.ops():                 # each op on the state the previous left
+            Qc, Rc = Q1.copy(), R1.copy()
+            name = type(op).__name__
+            if name == "Reflect":
+                res[f"Reflect {op.height}x{op.width}"] = timed(
+                    lambda: ex.reflect(op, Qc.copy(), Rc.copy()), 3)
+                ex.reflect(op, Q1, R1)
+            else:
+                B, nwaves, _, _ = wave_rows(op)
+                res[f"Sweeps ({nwaves} waves)"] = timed(
+                    lambda: ex.sweeps(op, Qc.copy(), Rc.copy()), 3)
+                import qrlab.gpu as gpu
+                clock, saved = KernelClock(gpu.kernels()), gpu.kernels
+                gpu.kernels = lambda: clock
+                try:
+                    ex.sweeps(op, Qc.copy(), Rc.copy())
+                finally:
+                    gpu.kernels = saved
+                res.update({f"  {name}": t for name, t in clock.ms.items()})
+                res["copies of Q and R alone"] = timed(lambda: (Qc.copy(), Rc.copy()), 3)
+        print(f"insert_cols m={m} n={n} p={p} k={k}: " +
+              ", ".join(f"{a} {v:.2f} ms" for a, v in res.items()), flush=True)
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+    insert_cols() if sys.argv[1:] == ["insert_cols"] else main()

@@ -382,7 +382,7 @@ def check_update(op: str, m: int, n: int, p: int, k: int, xp=None, seed: int = 0
                   np.linalg.norm(signed_like(R1, R_sp) - R_sp) / scale}
     if r_only:
         errors["||R~(Q=None) - R~|| / ||A~||"] = (
-            np.linalg.norm(backend.to_numpy(R1_only) - R1) / scale)
+            np.linalg.norm(signed_like(backend.to_numpy(R1_only), R1) - R1) / scale)
     return {key: float(value) for key, value in errors.items()}
 
 

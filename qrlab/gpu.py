@@ -77,13 +77,24 @@ def _reflect_smem(h, w, size):
     return (h * w + w * w + 32 * 32 + w + 8 * w * 32) * size
 
 
+def _triangle_rpw(k, size):
+    """Rows of B per factoring warp of ``triangle_update`` (the kernel's ``tri_rpw``,
+    repeated here for the padding of its shared memory)."""
+    return 4 if k <= 4 else 16 if (k <= 16 or size == 8) else 32
+
+
 def _triangle_smem(k, size):
-    """Dynamic shared memory of ``triangle_update`` (panels of 32): V_B, P, L^T, a tile of
-    32 + k rows (k padded to the rows per factoring warp, ``tri_rpw``), Z (rows of 33),
-    the diagonal block, G, the partial dots and tau."""
-    rpw = 4 if k <= 4 else 16 if (k <= 16 or size == 8) else 32     # the kernel's tri_rpw
-    kp = -(-k // rpw) * rpw
-    return ((2 * k + 32) * 32 + (32 + kp) * 32 + 32 * 33 + 2 * 32 * 32 + 2 * 512 + 32) * size
+    """Dynamic shared memory of ``triangle_update`` (panels of 32): V_B, L^T, a tile of
+    32 + k rows (k padded to the rows per factoring warp), Z (rows of 33), the diagonal
+    block, G, the partial dots and tau."""
+    kp = -(-k // _triangle_rpw(k, size)) * _triangle_rpw(k, size)
+    return ((k + 32) * 32 + (32 + kp) * 32 + 32 * 33 + 2 * 32 * 32 + 2 * 512 + 32) * size
+
+
+def _triangle_rows_max(size):
+    """The most rows of B one launch of ``triangle_update`` takes: its panel factor holds
+    them in the registers of at most 16 warps (512 in float, 256 in double)."""
+    return 16 * _triangle_rpw(10 ** 9, size)
 
 
 def wave_rows(op: Sweeps):
@@ -134,28 +145,44 @@ class GpuExecutor(Executor):
         return nb
 
     def run(self, plan, Q, R, operands=None):
-        """As the reference executor, except that adding rows without Q reduces the
-        triangle in one launch (:meth:`triangle_update`), then runs the plan's remaining
-        panels (those past the triangle: carried columns, a wide matrix)."""
+        """As the reference executor, except where a plan without Q is a triangle update
+        (:meth:`triangle_update`, one launch per 512 rows of B): adding rows (then the
+        plan's remaining panels: carried columns, a wide matrix) and removing columns."""
         lead = self.triangle_rows(plan, Q, R)
-        if lead is None:
-            return super().run(plan, Q, R, operands)
-        n, (b0, b1), rest = lead
-        self.triangle_update(R[:n], R[b0:b1], 1, positive=False)
-        for op in rest:
-            self.reflect(op, Q, R)
-        return Q, R
+        if lead is not None:
+            n, (b0, b1), rest = lead
+            self.triangle_update(R[:n], R[b0:b1], 1, positive=False)
+            for op in rest:
+                self.reflect(op, Q, R)
+            return Q, R
+        band = self.triangle_cols(plan, Q, R)
+        if band is not None:
+            # rows k .. k + p of the columns past k are dense, the rows below them a
+            # triangle: reduce [T; B] to [T'; 0], then put T' on rows k .. and the rows of
+            # B (zero but for carried columns: the residual) below it
+            k, p, n_tri = band
+            T, B = R[k + p:k + p + n_tri, k:], R[k:k + p, k:]
+            self.triangle_update(T, B, 1, positive=False)
+            T, B = T.copy(), B.copy()
+            R[k:k + n_tri, k:] = T
+            R[k + n_tri:k + n_tri + p, k:] = B
+            return Q, R
+        return super().run(plan, Q, R, operands)
+
+    def _triangle_plan(self, plan, kind, Q, R):
+        """The plan's Reflect operations if the one launch may run it, else None."""
+        if (plan.kind != kind or Q is not None or self.method == "paper"
+                or not self.launches_once(R.dtype) or not R.flags.c_contiguous):
+            return None
+        ops = list(plan.ops())
+        return ops if ops and all(isinstance(op, Reflect) for op in ops) else None
 
     def triangle_rows(self, plan, Q, R):
         """For a plan that adds rows without Q, the leading panels whose rows are their
         own diagonal block and the same new rows (a triangle update): ``(n, (b0, b1),
         rest)``, the triangle's size, the new rows and the panels after it; else None."""
-        if (plan.kind != "insert_rows" or Q is not None or self.method == "paper"
-                or not R.flags.c_contiguous):
-            return None
-        ops = list(plan.ops())
-        if (not ops or not all(isinstance(op, Reflect) for op in ops)
-                or len(ops[0].rows) != 2):
+        ops = self._triangle_plan(plan, "insert_rows", Q, R)
+        if ops is None or len(ops[0].rows) != 2:
             return None
         new = ops[0].rows[1]
         count, n = 0, 0
@@ -166,9 +193,23 @@ class GpuExecutor(Executor):
             if op.cols[0] != n or op.rows != rows:
                 break
             count, n = count + 1, c1
-        if count == 0 or not self.launches_once(R.dtype, new[1] - new[0]):
+        return (n, new, ops[count:]) if count else None
+
+    def triangle_cols(self, plan, Q, R):
+        """For a plan that removes ``p`` columns at ``k`` without Q, ``(k, p, n_tri)``:
+        its band panels, each spanning its columns and the ``p`` rows below, reduce rows
+        ``k:`` of the columns past ``k``, ``p`` dense rows over a triangle of ``n_tri``;
+        else None (a wide matrix, whose last panels are cut short)."""
+        ops = self._triangle_plan(plan, "delete_cols", Q, R)
+        if ops is None:
             return None
-        return n, new, ops[count:]
+        k, p = ops[0].cols[0], ops[0].rows[0][1] - ops[0].cols[1]
+        c0 = k
+        for op in ops:
+            if op.cols[0] != c0 or op.rows != ((c0, op.cols[1] + p),):
+                return None
+            c0 = op.cols[1]
+        return (k, p, c0 - k) if p > 0 else None
 
     # -- Householder panels: one fused launch each ------------------------------------
     def reflect(self, op: Reflect, Q, R):
@@ -224,49 +265,62 @@ class GpuExecutor(Executor):
     def fuses_triangle(self, dtype, k):
         """Whether :meth:`triangle_update` takes ``k`` rows below the triangle."""
         w = self.panel_width(k, dtype)
-        return self.fusable(dtype, k + w, w)
+        return self.launches_once(dtype) or self.fusable(dtype, k + w, w)
 
-    def launches_once(self, dtype, k):
-        """Whether :meth:`triangle_update` runs as one launch for ``k`` rows below."""
+    def launches_once(self, dtype):
+        """Whether :meth:`triangle_update` runs as one launch (per 512 rows of B, 256 in
+        double) rather than one launch per panel."""
         dtype = np.dtype(dtype)
-        return (self.one_launch and dtype.kind == "f" and dtype.itemsize in (4, 8)
-                and k <= 512 and _triangle_smem(k, dtype.itemsize) <= _SMEM_LIMIT)
+        return self.one_launch and dtype.kind == "f" and dtype.itemsize in (4, 8)
 
     def triangle_update(self, R1, W, sgn, positive=True, trace=None):
         """Reduce ``[R1; W]`` to ``[R1'; 0]`` in place by (hyperbolic, ``sgn = -1``)
-        Householder reflectors.  ``R1`` (n x ncols, ncols >= n, rows C-contiguous) must be
-        upper triangular; its columns past n (``W``'s too) are carried along.  With
-        ``positive`` every reflector is built (beta = -sign(alpha) ||x||), so a negative
-        diagonal comes out positive; without, as in LAPACK, a column with nothing below
-        is left alone.  One cooperative launch of
-        ``triangle_update`` (``kernels/triangle.cu``) where its shared memory fits, else one
-        ``reflect_panel`` launch per panel of :meth:`panel_width` columns.  Returns the
-        first column whose pivot failed, or -1 (one host synchronisation, at the end).
-        ``trace``: None, or int64 device array of 8 per panel that the one launch fills with
-        time stamps (ns; see the kernel) for profiling."""
+        Householder reflectors.  ``R1`` (n x ncols, ncols >= n) must be upper triangular;
+        its columns past n (``W``'s too) are carried along; both may be views with
+        contiguous rows.  With ``positive`` every reflector is built (beta = -sign(alpha)
+        ||x||), so a negative diagonal comes out positive; without, as in LAPACK, a column
+        with nothing below is left alone.
+
+        One cooperative launch of ``triangle_update`` (``kernels/triangle.cu``) for every
+        block of at most 512 rows of ``W`` (256 in double), one after the other: each
+        reduces ``[R1; W_i]`` and leaves ``W_i`` zero.  Otherwise one ``reflect_panel``
+        launch per panel of :meth:`panel_width` columns.  Returns the first column whose
+        pivot failed, or -1 (one host synchronisation, at the end: in a chain of blocks the
+        first failure shows in the block where it happens, and the columns before it are
+        exact in every later block, so the smallest column reported is the first).
+        ``trace``: None, or an int64 device array of 8 per panel that a single launch
+        fills with time stamps (ns; see the kernel) for profiling."""
         import cupy as cp
         (n, ncols), k = R1.shape, W.shape[0]
         dt = R1.dtype
         none = np.iinfo(np.int32).max
-        if self.launches_once(dt, k) and W.flags.c_contiguous:
+        fail = cp.full(1, none, dtype=cp.int32)
+        rows_ok = R1.strides[1] == W.strides[1] == dt.itemsize
+        if self.launches_once(dt) and rows_ok:
+            blocks = -(-k // _triangle_rows_max(dt.itemsize))
+            kb = -(-k // blocks)              # rows per launch, the blocks balanced
             npanels, ntiles = -(-n // 32), -(-ncols // 32)
-            ints = cp.zeros(npanels + 1, dtype=cp.int32)   # panel flags, then fail
-            ints[npanels] = none
-            work = cp.empty(npanels * (2 * k + 32) * 32, dtype=dt)   # V_B, P, L^T per panel
+            flags = cp.zeros((blocks, npanels), dtype=cp.int32)
+            work = cp.empty(npanels * (kb + 32) * 32, dtype=dt)   # V_B, L^T per panel
             fn = triangle_kernels().get_function(
                 "triangle_update_" + ("f32" if dt.itemsize == 4 else "f64"))
-            smem = _triangle_smem(k, dt.itemsize)
-            fn.max_dynamic_shared_size_bytes = smem
             grid = max(1, min(ntiles - 1, _sm_count()))    # one block per SM at most
-            fn((grid,), (512,),
-               (R1, np.int64(R1.strides[0] // dt.itemsize), W, np.int64(W.shape[1]),
-                np.int32(n), np.int32(ncols), np.int32(k), dt.type(sgn),
-                np.int32(bool(positive)), work, ints, ints[npanels:],
-                np.uint64(0) if trace is None else trace), shared_mem=smem)
-            fail = ints[npanels:]
+            for i, r0 in enumerate(range(0, k, kb)):
+                if i and positive:            # the last block left R1's diagonal positive:
+                    R1 *= -1                  # negative in, so positive out again
+                Wi = W[r0:r0 + kb]
+                smem = _triangle_smem(Wi.shape[0], dt.itemsize)
+                fn.max_dynamic_shared_size_bytes = smem
+                fn((grid,), (512,),
+                   (R1, np.int64(R1.strides[0] // dt.itemsize), Wi,
+                    np.int64(W.strides[0] // dt.itemsize), np.int32(n), np.int32(ncols),
+                    np.int32(Wi.shape[0]), dt.type(sgn), np.int32(bool(positive)), work,
+                    flags[i], fail, np.uint64(0) if trace is None else trace),
+                   shared_mem=smem)
         else:
+            if not rows_ok:
+                R1, W = cp.ascontiguousarray(R1), cp.ascontiguousarray(W)
             w = min(n, self.panel_width(k, dt))
-            fail = cp.full(1, none, dtype=cp.int32)
             for c0 in range(0, n, w):
                 wc = min(w, n - c0)
                 self.launch_reflect(R1, c0, wc, W, 0, k, sgn, positive, c0, wc, ncols,

@@ -400,14 +400,17 @@ class TestCuPy:
     @pytest.mark.parametrize("overwrite", [False, True])
     @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
     @pytest.mark.parametrize("n, k, j", [(70, 4, 45), (70, 4, 0), (64, 3, 63), (40, 300, 32),
-                                         (300, 16, 299), (300, 16, 131)])
+                                         (300, 16, 299), (300, 16, 131), (200, 700, 150)])
     def test_failing_downdate_fused(self, n, k, j, dtype, overwrite, one_launch, monkeypatch):
-        """The fused GPU paths (block_size=None) name the same column and leave R alone."""
+        """The fused GPU paths (block_size=None) name the same column and leave R alone;
+        k = 700 runs as several launches, the failing column of V in the last."""
         import cupy as cp
 
         from qrlab.gpu import GpuExecutor
         monkeypatch.setattr(GpuExecutor, "one_launch", one_launch)
         R, V = failing_problem(n, k, j, dtype)
+        if k > 512:
+            V = np.ascontiguousarray(V[:, ::-1])    # the same V V^T
         R_d = cp.asarray(R)
         with pytest.raises(np.linalg.LinAlgError, match=rf"column {j} \(0-based\)"):
             cholesky_downdate(R_d, cp.asarray(V), overwrite=overwrite)

@@ -488,11 +488,13 @@ def test_cupy_fused_panels(m, n, p, k, dtype):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("nrows, n, p, nc", [(40, 40, 1, 0), (64, 64, 5, 1), (100, 70, 33, 1),
                                               (300, 257, 64, 2), (33, 33, 100, 1),
-                                              (1000, 1000, 7, 1), (20, 40, 5, 0)])
+                                              (1000, 1000, 7, 1), (20, 40, 5, 0),
+                                              (400, 300, 1100, 1)])
 def test_cupy_rows_without_q(nrows, n, p, nc, dtype, one_launch, monkeypatch):
     """Adding rows without Q: one launch of kernels/triangle.cu for the whole update
-    (carried right-hand-side columns too), or one launch per panel, against the NumPy
-    path; the stacked matrix's Gram matrix is unchanged."""
+    (carried right-hand-side columns too; p = 1100 takes three launches in float, five in
+    double), or one launch per panel, against the NumPy path; the stacked matrix's Gram
+    matrix is unchanged."""
     import cupy as cp
 
     from qrlab import updates
@@ -517,6 +519,51 @@ def test_cupy_rows_without_q(nrows, n, p, nc, dtype, one_launch, monkeypatch):
     np.testing.assert_allclose(Rg.astype(np.float64).T @ Rg, W.T @ W, rtol=0,
                                atol=50 * n * eps * np.abs(W.T @ W).max())
     assert np.array_equal(np.triu(Rg), Rg)      # eliminated entries exactly zero
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
+@pytest.mark.parametrize("one_launch", [True, False], ids=["one-launch", "per-panel"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("nrows, n, k, p, nc", [(40, 40, 0, 1, 0), (40, 40, 39, 1, 1),
+                                                (130, 100, 10, 33, 1), (300, 300, 0, 200, 2),
+                                                (900, 800, 100, 600, 1), (60, 90, 5, 20, 0),
+                                                (30, 50, 3, 1, 0)])
+def test_cupy_cols_without_q(nrows, n, k, p, nc, dtype, one_launch, monkeypatch):
+    """Removing columns without Q: the band below the removed columns is p dense rows over
+    a triangle, reduced by kernels/triangle.cu (p = 600: two launches in float, three in
+    double) and moved up; or one launch per band panel.  Against the NumPy path (rows may
+    differ in sign) and the Gram matrix; carried columns keep their norms."""
+    import cupy as cp
+
+    from qrlab.executor import Executor
+    from qrlab.gpu import GpuExecutor
+    monkeypatch.setattr(GpuExecutor, "one_launch", one_launch)
+    rng = np.random.default_rng(nrows + n + k + p + nc)
+    R = np.triu(rng.standard_normal((nrows, n + nc))).astype(dtype)
+    W = np.ascontiguousarray(np.delete(R, range(k, k + p), axis=1))   # rows contiguous, as in
+    ex = GpuExecutor()                                                # updates._delete_cols
+    plan = stages.plan_delete_cols(nrows, n, k, p, ex.panel_width(p, dtype))
+    Rg = cp.asarray(W)
+    band = ex.triangle_cols(plan, None, Rg)
+    if not one_launch or k >= n - p:
+        assert band is None
+    elif nrows >= n:                # (a wide matrix's last panels may be cut short)
+        assert band == (k, p, n - p - k)
+    ex.run(plan, None, Rg)
+    Rg = Rg.get()
+    Rn = W.copy()
+    Executor().run(stages.plan_delete_cols(nrows, n, k, p, ex.panel_width(p, dtype)), None, Rn)
+    eps = np.finfo(dtype).eps
+    scale = 50 * n * eps * np.abs(R).max()
+    n_new = n - p
+    np.testing.assert_allclose(abs(Rg[:, :n_new]), abs(Rn[:, :n_new]), rtol=0, atol=scale)
+    np.testing.assert_allclose(np.linalg.norm(Rg[:, n_new:], axis=0),
+                               np.linalg.norm(Rn[:, n_new:], axis=0), rtol=0, atol=scale)
+    W64 = W.astype(np.float64)
+    np.testing.assert_allclose(Rg.astype(np.float64).T @ Rg, W64.T @ W64, rtol=0,
+                               atol=50 * n * eps * np.abs(W64.T @ W64).max())
+    assert np.array_equal(np.triu(Rg[:, :n_new]), Rg[:, :n_new])   # exact zeros
 
 
 @pytest.mark.gpu

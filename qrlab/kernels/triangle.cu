@@ -10,7 +10,7 @@
 //
 //   tile t (columns 32t .. 32t + 32) belongs to block t mod gridDim; each block, for
 //   J = 0, 1, ...: waits until panel J is published (flags[J]), loads its compact-WY
-//   form (V_B, P, L^T: below), and applies it to its tiles t > J in increasing order.
+//   form (V_B, L^T: below), and applies it to its tiles t > J in increasing order.
 //   When it owns tile J + 1, that tile comes first and is factored at once as panel
 //   J + 1 (its B columns are still in shared memory), which is then published.
 //
@@ -18,9 +18,11 @@
 // critical path is one tile update and one panel factorization per panel.
 //
 // Compact WY with the triangular structure: H_{w-1} .. H_0 X = X - U Z with
-//     Z = L (U^T J X) = L X_R + P^T X_B,   L = (D^{-1} + N)^{-1},  P = sgn V_B L^T,
+//     Z = L (U^T J X) = L (X_R + sgn V_B^T X_B),   L = (D^{-1} + N)^{-1},
 // D = diag(tau), N strictly lower with N[i][q] = u_q^T J u_i = sgn v_q . v_i, and
-// X -= U Z is X_R -= Z, X_B -= V_B Z.
+// X -= U Z is X_R -= Z, X_B -= V_B Z.  Only V_B (k x 32) and L are kept, so that k up to
+// 512 rows (256 in double) fits in shared memory beside a tile; the caller runs larger
+// k as several launches of at most that many rows each.
 //
 // The panel factorization (tri_factor_columns): lane c holds column c of B in registers,
 // RPW rows per warp (tri_rpw: 4, 16 or 32; 16 for double), so one to a few warps.  Step
@@ -35,7 +37,7 @@
 // *fail (atomicMin) and that reflector is skipped.
 //
 // Layout: R (leading dimension ldr) and B (ldb) row-major.  work: one slot of
-// (2 k + 32) x 32 values per panel (V_B, P, L^T).  flags: n_panels ints, zero.  trace:
+// (k + 32) x 32 values per panel (V_B, L^T).  flags: n_panels ints, zero.  trace:
 // null, or 8 values per panel from the block that factors it: 5 time stamps (ns; flag
 // seen, panel loaded, tile updated, factored, published), then the cycles of the
 // factor's dots, scalars and updates.  Launch with 512 threads, the dynamic shared memory
@@ -54,17 +56,45 @@ __device__ __forceinline__ long long tri_now()
 
 template <typename T>
 __device__ void tri_load(T* X, const T* R, long ldr, const T* B, long ldb, int ncols,
-                         int k, int row0, int wJ, int t)
+                         int k, int row0, int wJ, int t, bool with_b)
 {
-    // Tile t into X: R's rows row0 .. row0 + wJ (panel J's), then B's k rows
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int col = t * TRI_W + lane;
+    // Tile t into X: R's rows row0 .. row0 + wJ (panel J's), then (with_b) B's k rows.
+    // Eight loads in flight per thread: with a few hundred rows, one at a time would
+    // wait on memory latency once per row.
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nw = TRI_NT / 32;
+    const int col = t * TRI_W + lane, rows = with_b ? TRI_W + k : TRI_W;
     const bool active = col < ncols;
-    for (int r = warp; r < TRI_W + k; r += TRI_NT / 32) {
-        T x = 0;
-        if (active && r < wJ) x = R[(long)(row0 + r) * ldr + col];
-        else if (active && r >= TRI_W) x = B[(long)(r - TRI_W) * ldb + col];
-        X[r * TRI_W + lane] = x;
+    for (int r0 = warp; r0 < rows; r0 += 8 * nw) {
+        T x[8];
+#pragma unroll
+        for (int u = 0; u < 8; ++u) {
+            const int r = r0 + u * nw;
+            x[u] = 0;
+            if (active && r < wJ) x[u] = R[(long)(row0 + r) * ldr + col];
+            else if (active && r >= TRI_W && r < rows) x[u] = B[(long)(r - TRI_W) * ldb + col];
+        }
+#pragma unroll
+        for (int u = 0; u < 8; ++u)
+            if (r0 + u * nw < rows) X[(r0 + u * nw) * TRI_W + lane] = x[u];
+    }
+}
+
+template <typename T>
+__device__ void tri_copy_in(T* dst, const T* src, long count)
+{
+    // count values (a multiple of 4, both ends 16-byte aligned) from L2 (another SM wrote
+    // them) into shared memory, 16-byte loads, four in flight per thread
+    const long nv = count * sizeof(T) / 16;
+    const int4* s = reinterpret_cast<const int4*>(src);
+    int4* d = reinterpret_cast<int4*>(dst);
+    for (long i = threadIdx.x; i < nv; i += 4 * TRI_NT) {
+        int4 v[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u)
+            if (i + u * TRI_NT < nv) v[u] = __ldcg(s + i + u * TRI_NT);
+#pragma unroll
+        for (int u = 0; u < 4; ++u)
+            if (i + u * TRI_NT < nv) d[i + u * TRI_NT] = v[u];
     }
 }
 
@@ -83,37 +113,50 @@ __device__ __forceinline__ void lds4(const T* p, T v[4])
 }
 
 template <typename T>
-__device__ void tri_apply(const T* Vb, const T* Pm, const T* Lt, T* X, T* Z,
+__device__ void tri_apply(const T* Vb, const T* Lt, T* X, T* Y, T* Z, T sgn,
                           T* R, long ldr, T* B, long ldb, int ncols, int k,
                           int row0, int wJ, int t, bool keep)
 {
     // Panel J (its R rows row0 .. row0 + wJ) applied to tile t, loaded in X by tri_load
     // (a barrier ago): lane = column; each thread computes four rows, so that one
     // (broadcast, vector) load of coefficients serves four multiply-adds.  keep: leave
-    // the new B columns in X (for the factor) instead of writing them back.
+    // the new B columns in X (for the factor) instead of writing them back.  Y: 2 x 32 x
+    // 32 values of scratch.
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int col = t * TRI_W + lane;
     const bool active = col < ncols;
     const T* XB = X + TRI_W * TRI_W;
-    if (warp < TRI_W / 4) {                   // Z = L X_R + P^T X_B, rows i0 .. i0 + 4
+    {                                         // V_B^T X_B: rows i0 .. i0 + 4, the two
+        const int half = warp / (TRI_NT / 64);    // halves of B's rows in parallel
+        const int i0 = 4 * (warp % (TRI_NT / 64)), kh = (k + 1) / 2;
+        T y[4] = {0, 0, 0, 0};
+        if (i0 < wJ) {                        // (columns of V_B past wJ are zero)
+            const int r1 = half ? k : kh;
+#pragma unroll 4
+            for (int r = half ? kh : 0; r < r1; ++r) {
+                T v[4];
+                lds4(Vb + r * TRI_W + i0, v);
+                const T xr = XB[r * TRI_W + lane];
+#pragma unroll
+                for (int a = 0; a < 4; ++a) y[a] += v[a] * xr;
+            }
+        }
+#pragma unroll
+        for (int a = 0; a < 4; ++a) Y[half * TRI_W * TRI_W + (i0 + a) * TRI_W + lane] = y[a];
+    }
+    __syncthreads();
+    if (warp < TRI_W / 4) {                   // Z = L (X_R + sgn V_B^T X_B), rows i0 .. i0 + 4
         const int i0 = 4 * warp;
         T z[4] = {0, 0, 0, 0};
-        if (i0 < wJ) {                        // (rows of L and P past wJ are zero)
+        if (i0 < wJ) {                        // (rows of L past wJ are zero)
 #pragma unroll 8
             for (int q = 0; q < TRI_W; ++q) { // L[i][q] = 0 for q > i
                 T l[4];
                 lds4(Lt + q * TRI_W + i0, l);
-                const T xq = X[q * TRI_W + lane];
+                const T yq = X[q * TRI_W + lane]
+                             + sgn * (Y[q * TRI_W + lane] + Y[TRI_W * TRI_W + q * TRI_W + lane]);
 #pragma unroll
-                for (int a = 0; a < 4; ++a) z[a] += l[a] * xq;
-            }
-#pragma unroll 4
-            for (int r = 0; r < k; ++r) {
-                T p[4];
-                lds4(Pm + r * TRI_W + i0, p);
-                const T xr = XB[r * TRI_W + lane];
-#pragma unroll
-                for (int a = 0; a < 4; ++a) z[a] += p[a] * xr;
+                for (int a = 0; a < 4; ++a) z[a] += l[a] * yq;
             }
         }
 #pragma unroll
@@ -132,7 +175,7 @@ __device__ void tri_apply(const T* Vb, const T* Pm, const T* Lt, T* X, T* Z,
 #pragma unroll
             for (int b = 0; b < 4; ++b) zc[b] = Z[(i + b) * TRI_W + lane];
 #pragma unroll
-            for (int a = 0; a < 4; ++a) {     // (rows past k read P: finite, not written)
+            for (int a = 0; a < 4; ++a) {     // (rows past k read L^T: finite, not written)
                 T v[4];
                 lds4(Vb + (r0 + a) * TRI_W + i, v);
                 s[a] += (v[0] * zc[0] + v[1] * zc[1]) + (v[2] * zc[2] + v[3] * zc[3]);
@@ -290,7 +333,7 @@ __device__ void tri_factor(T* S, T* D, T* G, T* pd, T* Lt, T* tau,
                            long long* trace)
 {
     // Panel P: its B columns are in S (k x 32, brought up to date), its diagonal block of
-    // R in D.  Writes R's block and B's zeros back, V_B, P, L^T to out, then flags[P].
+    // R in D.  Writes R's block and B's zeros back, V_B and L^T to out, then flags[P].
     const int tid = threadIdx.x, warp = tid >> 5;
     // pivots wp; columns wt of the tile (more where R has columns past n, like a right-
     // hand side: they are updated as trailing columns)
@@ -311,11 +354,10 @@ __device__ void tri_factor(T* S, T* D, T* G, T* pd, T* Lt, T* tau,
     __syncthreads();
     if (trace && tid == 0) trace[8 * P + 3] = tri_now();
     T* Vout = out;
-    T* Pout = out + k * TRI_W;
-    T* Lout = out + 2 * k * TRI_W;
+    T* Lout = out + k * TRI_W;
     // L = (D^{-1} + N)^{-1}: lane b solves for column b, L[i][b] = tau_i (delta_ib -
     // sum_{b <= q < i} G[q][i] L[q][b]), stored as L^T with rows of 33 (no bank conflicts
-    // when written here or read by rows below)
+    // when written here or copied out below)
     if (warp == 0) {
         const int b = tid & 31;
         T lc[TRI_W];
@@ -333,27 +375,6 @@ __device__ void tri_factor(T* S, T* D, T* G, T* pd, T* Lt, T* tau,
     for (int idx = tid; idx < TRI_W * TRI_W; idx += TRI_NT)
         Lout[idx] = Lt[(idx / TRI_W) * (TRI_W + 1) + idx % TRI_W];
     for (int idx = tid; idx < k * TRI_W; idx += TRI_NT) Vout[idx] = S[idx];
-    // P[r][i] = sgn sum_{q <= i} V_B[r][q] L[i][q]: lane = i, 8 rows r per thread (one
-    // vector load of V_B's row serves four q)
-    for (int r0 = 8 * warp; r0 < k; r0 += 8 * (TRI_NT / 32)) {
-        T s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        const int i = tid & 31;
-#pragma unroll
-        for (int q = 0; q < TRI_W; q += 4) {  // L[i][q] = 0 for q > i
-            T l[4];
-#pragma unroll
-            for (int b = 0; b < 4; ++b) l[b] = Lt[(q + b) * (TRI_W + 1) + i];
-#pragma unroll
-            for (int a = 0; a < 8; ++a) {     // (rows past k: not written)
-                T v[4];
-                lds4(S + (r0 + a) * TRI_W + q, v);
-                s[a] += (v[0] * l[0] + v[1] * l[1]) + (v[2] * l[2] + v[3] * l[3]);
-            }
-        }
-#pragma unroll
-        for (int a = 0; a < 8; ++a)
-            if (r0 + a < k) Pout[(r0 + a) * TRI_W + i] = sgn * s[a];
-    }
     if (tid == 0 && first_fail != 0x7fffffff) atomicMin(fail, c0 + first_fail);
     __threadfence();                          // every thread's writes, before the flag
     __syncthreads();
@@ -381,15 +402,14 @@ __device__ void triangle_update(T* R, long ldr, T* B, long ldb, int n, int ncols
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const long slot = (2L * k + TRI_W) * TRI_W;
+    const long slot = (long)(k + TRI_W) * TRI_W;
     T* Vb = reinterpret_cast<T*>(smem_raw);   // k x 32      panel J's vectors (B rows)
-    T* Pm = Vb + k * TRI_W;                   // k x 32      P = sgn V_B L^T
-    T* Lt = Pm + k * TRI_W;                   // 32 x 32     L^T
+    T* Lt = Vb + k * TRI_W;                   // 32 x 32     L^T
     const int rpw = tri_rpw(k, sizeof(T)), kp = (k + rpw - 1) / rpw * rpw;
     T* X = Lt + TRI_W * TRI_W;                // (32 + kp) x 32: a tile, R rows, B rows, zeros
     T* Z = X + (TRI_W + kp) * TRI_W;          // 32 x 33     Z; L^T of a new panel
     T* D = Z + TRI_W * (TRI_W + 1);           // 32 x 32     the new panel's block of R
-    T* G = D + TRI_W * TRI_W;                 // 32 x 32
+    T* G = D + TRI_W * TRI_W;                 // 32 x 32     (G and pd: a tile update's Y)
     T* pd = G + TRI_W * TRI_W;                // 2 x 16 x 32 the factor warps' partial dots
     T* tau = pd + 2 * TRI_NT;                 // 32
     const int np = (n + TRI_W - 1) / TRI_W, nt = (ncols + TRI_W - 1) / TRI_W;   // panels, tiles
@@ -414,38 +434,47 @@ __device__ void triangle_update(T* R, long ldr, T* B, long ldb, int n, int ncols
         tri_factor(X + TRI_W * TRI_W, D, G, pd, Z, tau, R, ldr, B, ldb, n, ncols, k, sgn,
                    positive, 0, work, flags, fail, trace);
     }
+    // A block whose only tile left is t1 keeps t1's B rows in X from one panel to the
+    // next (they are its own: no other block touches them); res names that tile.
+    int res = -1;
     for (int J = 0; J < np; ++J) {
         const int t1 = J + 1 + ((b - (J + 1)) % nb + nb) % nb;   // first own tile after J
         if (t1 >= nt) break;
         const int row0 = J * TRI_W, wJ = min(TRI_W, n - row0);
         const bool factors = t1 == J + 1 && J + 1 < np;   // tile J + 1 is panel J + 1
-        if (factors) {                        // what does not depend on panel J, early
-            load_block(J + 1);
-            tri_load(X, R, ldr, B, ldb, ncols, k, row0, wJ, t1);
-        }
+        // what does not depend on panel J, early: the block's first tile
+        if (factors) load_block(J + 1);
+        tri_load(X, R, ldr, B, ldb, ncols, k, row0, wJ, t1, res != t1);
         if (tid == 0) {
             while (vflags[J] == 0) {}
             __threadfence();
             if (factors && trace) trace[8 * (J + 1)] = tri_now();
         }
         __syncthreads();
-        const T* src = work + J * slot;       // published by another SM: read through L2
-        for (long idx = tid; idx < slot; idx += TRI_NT) Vb[idx] = __ldcg(src + idx);
+        tri_copy_in(Vb, work + J * slot, slot);   // published by another SM: through L2
         __syncthreads();
         if (factors && trace && tid == 0) trace[8 * (J + 1) + 1] = tri_now();
         for (int t = t1; t < nt; t += nb) {
-            const bool keep = factors && t == J + 1;
-            if (!keep) {
-                tri_load(X, R, ldr, B, ldb, ncols, k, row0, wJ, t);
+            const bool factor = factors && t == J + 1;
+            const bool keep = factor || (t == t1 && t1 + nb >= nt);
+            if (t != t1) {
+                tri_load(X, R, ldr, B, ldb, ncols, k, row0, wJ, t, true);
                 __syncthreads();
             }
-            tri_apply(Vb, Pm, Lt, X, Z, R, ldr, B, ldb, ncols, k, row0, wJ, t, keep);
-            if (keep) {
+            tri_apply(Vb, Lt, X, G, Z, sgn, R, ldr, B, ldb, ncols, k, row0, wJ, t, keep);
+            res = keep && !factor ? t : -1;
+            if (factor) {
                 if (trace && tid == 0) trace[8 * t + 2] = tri_now();
                 tri_factor(X + TRI_W * TRI_W, D, G, pd, Z, tau, R, ldr, B, ldb, n, ncols, k,
                            sgn, positive, t, work + t * slot, flags, fail, trace);
             }
         }
+    }
+    if (res >= 0) {                           // a tile past the triangle (carried columns)
+        const int col = res * TRI_W + lane;
+        if (col < ncols)
+            for (int r = warp; r < k; r += TRI_NT / 32)
+                B[(long)r * ldb + col] = X[(TRI_W + r) * TRI_W + lane];
     }
 }
 
