@@ -12,6 +12,7 @@ import cupy as cp
 import numpy as np
 
 from qrlab import stages
+import qrlab.gpu as gpu
 from qrlab.gpu import GpuExecutor, kernels, wave_rows
 
 
@@ -41,7 +42,7 @@ def main(m=12000, n=6000):
         S = cp.empty((nwaves, p), cp.float32)
         res = {}
         for name, window in (("global", False), ("window", True)):
-            smem = p * (2 * 4 + 4 + 16) + ((2 * p + 8) * p * 4 if window else 0)
+            smem = gpu._sweep_smem(p, 4, window)
             if smem > 200 * 1024:
                 continue
             fn = kernels().get_function(
@@ -120,7 +121,6 @@ def insert_cols(cases=((4000, 3000, 200, 0), (12000, 3000, 200, 0), (5000, 3000,
                 B, nwaves, _, _ = wave_rows(op)
                 res[f"Sweeps ({nwaves} waves)"] = timed(
                     lambda: ex.sweeps(op, Qc.copy(), Rc.copy()), 3)
-                import qrlab.gpu as gpu
                 clock, saved = KernelClock(gpu.kernels()), gpu.kernels
                 gpu.kernels = lambda: clock
                 try:

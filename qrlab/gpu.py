@@ -97,25 +97,44 @@ def _triangle_rows_max(size):
     return 16 * _triangle_rpw(10 ** 9, size)
 
 
-def wave_rows(op: Sweeps):
-    """Host-side schedule of ``op``: ``B``, the number of waves, and for every wave the
-    lowest and highest row it touches (``lo``, ``hi`` exclusive), from the formula
-    ``i = B - t + 2 s`` -- no device round trip."""
-    tops = np.asarray(op.tops)
-    bottoms = np.asarray(op.bottoms)
+def _sweep_smem(p, size, window):
+    """Dynamic shared memory of ``sweep_rotations`` for ``p`` sweeps: two row pointers,
+    c, s and an index per sweep, and with ``window`` the columns' rings of rows (column
+    j keeps 2 j + 2 rows in flight and 5 prefetched: ``kernels/sweeps.cu``)."""
+    return p * (16 + 2 * size + 4) + (p * (p + 6) * size if window else 0)
+
+
+def wave_groups(op: Sweeps, nbw: int):
+    """Host-side schedule of ``op`` in groups of ``nbw`` waves: ``B``, the number of
+    waves, and for every group the lowest and highest row its rotations touch (``lo``,
+    ``hi`` exclusive; a group without rotations gets ``lo`` = int64 max, ``hi = -1``).
+
+    Rotation ``i = B - t + 2 s`` of sweep ``s`` runs at wave ``t`` while
+    ``tops[s] < i < bottoms[s]``, so sweep ``s`` is busy for the waves
+    ``B - bottoms[s] + 2 s < t < B - tops[s] + 2 s``: each group's rows follow from the
+    first and last of those waves inside it, in O(groups x p) without a device round
+    trip."""
+    tops = np.asarray(op.tops, dtype=np.int64)
+    bottoms = np.asarray(op.bottoms, dtype=np.int64)
     s = np.arange(len(tops))
     B = int(bottoms.max()) - 1
     busy = bottoms - 1 > tops
-    if not busy.any():
-        return B, 0, None, None
-    nwaves = int((B - (tops[busy] + 1) + 2 * s[busy]).max()) + 1
-    t = np.arange(nwaves)[:, None]
-    i = B - t + 2 * s[None, :]
-    active = (i > tops[None, :]) & (i < bottoms[None, :])
     big = np.iinfo(np.int64).max
-    lo = np.where(active, i - 1, big).min(axis=1)
-    hi = np.where(active, i + 1, -1).max(axis=1)
+    if not busy.any():
+        return B, 0, np.array([big]), np.array([-1])
+    nwaves = int((B - (tops[busy] + 1) + 2 * s[busy]).max()) + 1
+    t0 = np.arange(0, nwaves, nbw)[:, None]
+    t_first = np.maximum(t0, B - bottoms + 2 * s + 1)          # groups x sweeps
+    t_last = np.minimum(np.minimum(t0 + nbw, nwaves) - 1, B - tops + 2 * s - 1)
+    active = t_first <= t_last
+    lo = np.where(active, B - t_last + 2 * s - 1, big).min(axis=1)
+    hi = np.where(active, B - t_first + 2 * s + 1, -1).max(axis=1)
     return B, nwaves, lo, hi
+
+
+def wave_rows(op: Sweeps):
+    """The schedule of ``op`` wave by wave: :func:`wave_groups` with groups of one."""
+    return wave_groups(op, 1)
 
 
 class GpuExecutor(Executor):
@@ -351,11 +370,12 @@ class GpuExecutor(Executor):
             return super().sweeps(op, Q, R)
         import cupy as cp
 
-        B, nwaves, lo_t, hi_t = wave_rows(op)
-        if nwaves == 0:
-            return
         l0, l1 = op.lines
         p = l1 - l0
+        nbw = self.wave_block or max(32, 2 * p)
+        B, nwaves, lo_g, hi_g = wave_groups(op, nbw)
+        if nwaves == 0:
+            return
         dt = R.dtype
         suffix = "f32" if dt.itemsize == 4 else "f64"
         mod = kernels()
@@ -366,11 +386,9 @@ class GpuExecutor(Executor):
         D = self.take_driver(op, Q, R)
         C = cp.empty((nwaves, p), dtype=dt)
         S = cp.empty((nwaves, p), dtype=dt)
-        smem = p * (2 * dt.itemsize + 4 + 16)
-        window = (2 * p + 8) * p * dt.itemsize
-        name = "sweep_rotations"
-        if smem + window <= _SMEM_LIMIT and not self.global_sweeps:
-            name, smem = "sweep_rotations_window", smem + window
+        name, smem = "sweep_rotations", _sweep_smem(p, dt.itemsize, False)
+        if _sweep_smem(p, dt.itemsize, True) <= _SMEM_LIMIT and not self.global_sweeps:
+            name, smem = "sweep_rotations_window", _sweep_smem(p, dt.itemsize, True)
         fn = mod.get_function(f"{name}_{suffix}")
         fn.max_dynamic_shared_size_bytes = smem
         fn((1,), (self.threads,), (D, np.int32(p), tops, bottoms, np.int32(B),
@@ -378,10 +396,7 @@ class GpuExecutor(Executor):
         q_rows = self.put_driver(op, Q, R, D)
 
         # 2. rotations of each group of waves multiplied into G
-        nbw = self.wave_block or max(32, 2 * p)
-        starts = list(range(0, nwaves, nbw))
-        lo_g = np.array([lo_t[t:t + nbw].min() for t in starts])
-        hi_g = np.array([hi_t[t:t + nbw].max() for t in starts])
+        starts = range(0, nwaves, nbw)
         empty = hi_g < 0
         lo_g[empty], hi_g[empty] = 0, 1
         w = int((hi_g - lo_g).max())

@@ -89,7 +89,9 @@ class Sweeps:
         The driver lines; sweep ``s`` zeroes line ``first + s``.
     tops, bottoms : tuple of int
         Sweep ``s`` zeroes positions ``bottoms[s]-1`` down to ``tops[s]+1`` of its line,
-        rotation ``i`` acting on rows ``(i-1, i)`` of R (columns of Q).
+        rotation ``i`` acting on rows ``(i-1, i)`` of R (columns of Q).  Below
+        ``bottoms[s]-1`` line ``s`` is zero already, so each line is zero on the rows that
+        later sweeps rotate (the GPU kernels skip those entries).
     apply_cols : (start, stop)
         Columns of R, other than the driver, that the rotations must update.
     """
@@ -206,8 +208,20 @@ def plan_insert_cols(nrows: int, n: int, k: int, p: int) -> Plan:
     Stage 1: Householder QR of those rows of ``W``.  Stage 2: Givens sweeps bottom-up on
     each column of ``W``; Householder cannot be used there because it would fill the
     shifted columns of ``R`` (001 Section 3.1).
+
+    Unless those shifted columns are few: when ``p >= 4 (n - k)`` (and ``A~`` stays tall),
+    Stage 1 reduces all of ``W`` below row ``k`` by Householder, filling the ``n - k``
+    shifted columns below row ``k + p``, and Stage 2 is their Householder QR.  That costs
+    about ``4 m (m - k - p) (n - k)`` more flops on Q, but replaces ``2 p + n - k``
+    dependent waves of rotations.
     """
     n_r = min(nrows, n)             # rows that hold the triangle of R
+    if k < n and 4 * (n - k) <= p and nrows >= n + p:
+        return Plan("insert_cols", (nrows, n + p), (
+            Stage(f"Stage 1: Householder QR of the {nrows - k} rows of [R; Q^H U] from row "
+                  f"{k} in the new columns", (Reflect(((k, nrows),), (k, k + p)),)),
+            Stage(f"Stage 2: Householder QR of the {n - k} filled columns after them, from "
+                  f"row {k + p}", (Reflect(((k + p, nrows),), (k + p, n + p)),))))
     below = nrows - n_r
     stages = []
     if below > 1:

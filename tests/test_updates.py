@@ -149,6 +149,28 @@ class TestAgainstRecomputation:
             same_r_as_scipy(R1, sl.qr_update(Q, R, u, v)[1])
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("mode", ["full", "thin"])
+@pytest.mark.parametrize("m, n, p, k", [(60, 20, 12, 18), (60, 20, 8, 19), (90, 30, 40, 20),
+                                        (40, 10, 30, 9), (50, 20, 30, 20)])
+def test_insert_cols_near_the_end_by_householder(m, n, p, k, mode, dtype):
+    """p >= 4 (n - k): the plan reduces the whole new block by Householder and then the
+    few shifted columns it fills (no sweeps); against SciPy and recomputation."""
+    plan = stages.plan_insert_cols(m if mode == "full" else n + min(p, m - n), n, k, p)
+    sweeps = [op for op in plan.ops() if isinstance(op, stages.Sweeps)]
+    assert not sweeps or mode == "thin" and m - n < p
+    rng = np.random.default_rng(m + n + p + k)
+    A = rand(rng, (m, n), dtype)
+    Q, R = factor(A, mode)
+    U = rand(rng, (m, p), dtype)
+    if mode == "thin":
+        p = min(p, m - n)
+        U = U[:, :p]
+    Q1, R1 = qr_insert(Q, R, U, k, "col")
+    check_factors(Q1, R1, np.insert(A, [k] * p, U, axis=1), mode)
+    same_r_as_scipy(R1, sl.qr_insert(Q, R, U, k, "col")[1])
+
+
 def test_paper_method_matches_blocked():
     rng = np.random.default_rng(6)
     A = rng.standard_normal((15, 8))
@@ -399,6 +421,37 @@ def test_least_squares_bad_input():
         ls.remove_rows(0, 3)             # fewer rows than unknowns
 
 
+@pytest.mark.parametrize("plan", [stages.plan_insert_cols(10, 5, 2, 3),
+                                  stages.plan_insert_cols(40, 30, 0, 7),
+                                  stages.plan_insert_cols(30, 30, 10, 4),
+                                  stages.plan_insert_cols(12, 10, 10, 2),
+                                  stages.plan_delete_rows(12, 5, 4),
+                                  stages.plan_delete_rows(3, 3, 1),
+                                  stages.plan_rank_update(20, 8, 3)],
+                         ids=lambda plan: plan.kind + str(plan.shape))
+def test_wave_groups_match_the_schedule(plan):
+    """The GPU executor's host-side schedule (closed form) against the reference
+    executor's (every rotation listed): waves, and each group's rows."""
+    from qrlab.gpu import wave_groups
+    for op in plan.ops():
+        if not isinstance(op, stages.Sweeps):
+            continue
+        pairs = [si for wave in op.waves() for si in wave]
+        B = max(op.bottoms) - 1
+        times = [B - i + 2 * s for s, i in pairs]
+        for nbw in (1, 2, 5, 64):
+            B_g, nwaves, lo, hi = wave_groups(op, nbw)
+            assert B_g == B and nwaves == (max(times) + 1 if pairs else 0)
+            ngroups = max(1, -(-nwaves // nbw))
+            want_lo = np.full(ngroups, np.iinfo(np.int64).max)
+            want_hi = np.full(ngroups, -1)
+            for (s, i), t in zip(pairs, times):
+                want_lo[t // nbw] = min(want_lo[t // nbw], i - 1)
+                want_hi[t // nbw] = max(want_hi[t // nbw], i + 1)
+            np.testing.assert_array_equal(lo, want_lo)
+            np.testing.assert_array_equal(hi, want_hi)
+
+
 # ----------------------------------------------------------------------------------
 # CuPy: the same updates on the GPU agree with NumPy (skipped without a GPU)
 # ----------------------------------------------------------------------------------
@@ -564,6 +617,37 @@ def test_cupy_cols_without_q(nrows, n, k, p, nc, dtype, one_launch, monkeypatch)
     np.testing.assert_allclose(Rg.astype(np.float64).T @ Rg, W64.T @ W64, rtol=0,
                                atol=50 * n * eps * np.abs(W64.T @ W64).max())
     assert np.array_equal(np.triu(Rg[:, :n_new]), Rg[:, :n_new])   # exact zeros
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m, n, p, k", [(300, 200, 1, 0), (300, 200, 60, 0), (400, 250, 150, 100),
+                                        (600, 400, 200, 7), (260, 250, 200, 250),
+                                        (700, 400, 200, 380)])
+def test_cupy_sweep_window(m, n, p, k, dtype, monkeypatch):
+    """Adding columns: the rotation kernel with each column's rows in a shared-memory ring
+    (where p (p + 6) values fit: p <= 218 in float, 155 in double) against the one that
+    works in device memory, NumPy and recomputation; and, for k = 380, the Householder
+    route of p >= 4 (n - k)."""
+    import cupy as cp
+
+    from qrlab.gpu import GpuExecutor
+    rng = np.random.default_rng(m + n + p + k)
+    A = rng.standard_normal((m, n)).astype(dtype)
+    U = rng.standard_normal((m, p)).astype(dtype)
+    Q, R = factor(A, "full")
+    A1 = np.insert(A, [k] * p, U, axis=1)
+    results = []
+    for global_sweeps in (False, True):
+        monkeypatch.setattr(GpuExecutor, "global_sweeps", global_sweeps)
+        Qg, Rg = qr_insert(cp.asarray(Q), cp.asarray(R), cp.asarray(U), k, "col")
+        check_factors(Qg.get(), Rg.get(), A1, "full")
+        results.append(Rg.get())
+    atol = tol(dtype, m, n + p) * np.abs(results[1]).max()
+    np.testing.assert_allclose(results[0], results[1], rtol=0, atol=atol)
+    Rn = qr_insert(Q, R, U, k, "col")[1]
+    np.testing.assert_allclose(abs(results[0]), abs(Rn), rtol=0, atol=atol)
 
 
 @pytest.mark.gpu
