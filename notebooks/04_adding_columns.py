@@ -271,6 +271,10 @@ plt.show()
 # * Adding columns needs $Q$: the new columns enter as $Q^T U$.
 # * Stage 1 (Householder) handles the part of $Q^T U$ below $R$; Stage 2 (Givens) the
 #   part beside $R$, where a reflector would fill the shifted columns.
+# * Unless those shifted columns are few: for $p \ge 4 (n - k)$ qrlab's plan lets Stage
+#   1's reflectors fill them and then reduces them by Householder too
+#   (`stages.plan_insert_cols`): a few more flops on $Q$, and no chain of $2p + n - k$
+#   dependent waves of rotations (000 Table 5's cells, $n - k = 20$).
 # * The work of Stage 2 grows with $n - k$: updating pays off when the columns go near
 #   the end.  The papers lost most of their time in Stage 2's many small kernels
 #   (001 Table 2: 11.0 s of Givens rotations against 1.4 s of Householder at

@@ -73,8 +73,8 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
         Panel width of the blocked method. Default ``min(n, 64)`` for NumPy arrays and
         ``min(n, 256)`` for CuPy arrays (``DEFAULT_BLOCK_SIZE``, see Notes). Ignored by
         the rotation methods. With CuPy arrays and ``block_size=None`` the blocked method
-        runs in fused kernels instead (panels of up to 32 columns, one launch each, see
-        Notes); giving a `block_size` selects the array-operation panels.
+        runs in fused kernels instead (one launch per 512 columns of V, 256 in float64,
+        see Notes); giving a `block_size` selects the array-operation panels.
     panel : {'cholesky', 'householder'}, optional
         How the blocked method factors each panel (the results agree to rounding):
         ``'cholesky'`` (default) by one Cholesky factorization of the panel's b x b
@@ -141,14 +141,14 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
         P = T^T (C + s Vp^T W_t);   C -= P;   W_t -= Vp P
 
     **On a GPU** (CuPy arrays, ``block_size=None``) the whole update is one launch of
-    ``qrlab/kernels/triangle.cu`` (panels of 32 columns; for ``k`` up to a few hundred,
-    as shared memory allows): one thread block per SM owns tiles of 32 columns of
-    ``[R; W]``; a panel's reflectors are built by one to a few warps, with the panel's
-    columns in registers, and published through device memory in the compact WY form
-    above, and every block applies them to its tiles while the next panel is already
-    being factored. Larger ``k`` takes one launch of ``qrlab/kernels/reflect.cu`` per
-    panel of ``w <= 32`` columns. ``R`` is read once and written once; ``W`` is read and
-    written once per panel. A breakdown is recorded on the device and raised at the end
+    ``qrlab/kernels/triangle.cu`` (panels of 32 columns): one thread block per SM owns
+    tiles of 32 columns of ``[R; W]``; a panel's reflectors are built by one to sixteen
+    warps, with the panel's columns in registers, and published through device memory in
+    the compact WY form above, and every block applies them to its tiles while the next
+    panel is already being factored. A launch takes up to 512 rows of ``W`` (256 in
+    float64); larger ``k`` runs as several launches, one after the other, each a rank-k_i
+    update (or downdate) of the last one's result. ``R`` is read once and written once per
+    launch; ``W`` is read and written once per panel. A breakdown is recorded on the device and raised at the end
     (one synchronisation per call).
 
     ``C`` (``b x m``) is the panel's rows of ``R``: each row of ``R`` is read and written
@@ -410,8 +410,8 @@ def _blocked(R, W, s, nb, panel, out, staged):
 
 def _fused(executor, R, V, s, overwrite):
     """The blocked method in fused kernels (a GPU executor): one launch for the whole
-    update (``qrlab/kernels/triangle.cu``), or one per panel of up to 32 columns for large
-    k (``qrlab/kernels/reflect.cu``); see ``GpuExecutor.triangle_update``. R is only read
+    update (``qrlab/kernels/triangle.cu``, several for k > 512, 256 in float64); see
+    ``GpuExecutor.triangle_update``. R is only read
     until the whole update has succeeded."""
     xp = array_module(R)
     flip = -xp.sign(xp.diagonal(R))            # negative diagonal in, positive out

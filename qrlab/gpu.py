@@ -8,18 +8,20 @@ of the trailing columns of R; Q, when kept, gets them by three cuBLAS products. 
 panels (the p-wide Stage 1 of adding columns) use ``panel_qr``
 (``qrlab/kernels/panel.cu``: panel and ``T`` in shared memory) and matrix products.
 
-The Cholesky update, a triangle ``[R; V^T]`` reduced to ``[R'; 0]``, and adding rows
-without Q (``[R; U]``, right-hand sides carried) run whole in one cooperative launch of
-``triangle_update`` (``qrlab/kernels/triangle.cu``): one block per
-SM owns tiles of 32 columns, each panel is published through a flag in device memory as
-soon as it is factored, and the next panel is factored while the other blocks are still
-applying this one.
+The Cholesky update, a triangle ``[R; V^T]`` reduced to ``[R'; 0]``, and, without Q,
+adding rows (``[R; U]``, right-hand sides carried) and removing columns (the ``p`` rows
+above the triangle that follows the removed columns) run whole in one cooperative
+launch of ``triangle_update`` (``qrlab/kernels/triangle.cu``) per 512 rows of B (256 in
+double): one block per SM owns tiles of 32 columns, each panel is published through a
+flag in device memory as soon as it is factored, and the next panel is factored while
+the other blocks are still applying this one.
 
 Givens sweeps are what cost the papers O(m) launches; here they take three steps
 whatever ``m``:
 
 1. ``sweep_rotations`` (one thread block): every rotation of the pipelined sweeps,
-   computed on the ``p`` driver lines in device memory, a block barrier between waves;
+   computed on the ``p`` driver lines (each line's rows in flight in shared memory where
+   they fit, else in device memory), a block barrier between waves;
 2. ``accumulate_groups`` (one thread block per group of waves and 32 columns): the
    rotations of each group of about ``2p`` waves multiplied into a small orthogonal
    matrix ``G``;
@@ -146,8 +148,8 @@ class GpuExecutor(Executor):
     global_sweeps = False
     #: device ints for reflect_panel (its panel counter, a spare fail slot), made on first use
     _scratch = None
-    #: run a whole triangle update in one cooperative launch where it fits (else, and when
-    #: False, one reflect_panel launch per panel)
+    #: run a triangle update as one cooperative launch per 512 rows of B (when False, one
+    #: reflect_panel launch per panel)
     one_launch = True
 
     def panel_width(self, p, dtype):
