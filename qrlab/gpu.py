@@ -101,7 +101,7 @@ def _triangle_rows_max(size):
 
 def _sweep_smem(p, size, window):
     """Dynamic shared memory of ``sweep_rotations`` for ``p`` sweeps: two row pointers,
-    c, s and an index per sweep, and with ``window`` the columns' rings of rows (column
+    c, s and an activity flag per sweep, and with ``window`` the columns' rings of rows (column
     j keeps 2 j + 2 rows in flight and 5 prefetched: ``kernels/sweeps.cu``)."""
     return p * (16 + 2 * size + 4) + (p * (p + 6) * size if window else 0)
 
