@@ -139,7 +139,8 @@ print("back to", explorer.params)
 # On random matrices (float64, NumPy): $\tilde Q \tilde R = \tilde A$, $\tilde Q$ is
 # orthogonal, $\tilde R$ is upper triangular with *exact* zeros below the diagonal, and
 # $\tilde R$ is the R of `scipy.linalg.qr` of $\tilde A$ (and of SciPy's own `qr_delete`)
-# up to the signs of its rows.  The R-only update (`Q=None`) gives the same $\tilde R$.
+# up to the signs of its rows.  The R-only update (`Q=None`) gives the same $\tilde R$
+# (on a GPU up to row signs too: there it runs as one triangle update).
 # `course.check_update` (in `qrlab/course.py`, the check of notebook 04 for every update)
 # runs the update on random data, raises unless $\tilde R$ is exactly triangular, and
 # returns the errors.  Printed: the power of ten each error stays below (asserted; the

@@ -263,7 +263,8 @@ class GpuExecutor(Executor):
                        tau=None, fail=None):
         """One launch of ``reflect_panel``: the panel of rows ``A[a0:a0+ha]`` and
         ``B[b0:b0+hb]``, columns ``c0:c0+w``, reduced and applied to columns ``c0+w:ncols``
-        under the signature ``diag(1, sgn)`` (see ``kernels/reflect.cu``)."""
+        under the signature ``diag(1, sgn)`` (see ``kernels/reflect.cu``).  ``A`` and
+        ``B`` may be views with contiguous rows."""
         import cupy as cp
         dt = A.dtype
         if self._scratch is None:                       # one per executor (per update):
@@ -277,9 +278,9 @@ class GpuExecutor(Executor):
         grid = max(1, min(-(-ntrail // 32), _sm_count()))   # every block factors the panel
         null = np.uint64(0)                             # a null pointer argument
         fn((grid,), (512,),
-           (A, np.int64(A.shape[1]), np.int32(a0), np.int32(ha),
-            B, np.int64(B.shape[1]), np.int32(b0), np.int32(hb), dt.type(sgn),
-            np.int32(bool(positive)), np.int32(c0), np.int32(w), np.int32(ncols),
+           (A, np.int64(A.strides[0] // dt.itemsize), np.int32(a0), np.int32(ha),
+            B, np.int64(B.strides[0] // dt.itemsize), np.int32(b0), np.int32(hb),
+            dt.type(sgn), np.int32(bool(positive)), np.int32(c0), np.int32(w), np.int32(ncols),
             V if V is not None else null, tau if tau is not None else null,
             counter, fail), shared_mem=smem)
 
@@ -315,9 +316,10 @@ class GpuExecutor(Executor):
         (n, ncols), k = R1.shape, W.shape[0]
         dt = R1.dtype
         none = np.iinfo(np.int32).max
+        if not R1.strides[1] == W.strides[1] == dt.itemsize:
+            raise ValueError("triangle_update: the rows of R1 and W must be contiguous")
         fail = cp.full(1, none, dtype=cp.int32)
-        rows_ok = R1.strides[1] == W.strides[1] == dt.itemsize
-        if self.launches_once(dt) and rows_ok:
+        if self.launches_once(dt):
             blocks = -(-k // _triangle_rows_max(dt.itemsize))
             kb = -(-k // blocks)              # rows per launch, the blocks balanced
             npanels, ntiles = -(-n // 32), -(-ncols // 32)
@@ -339,8 +341,6 @@ class GpuExecutor(Executor):
                     flags[i], fail, np.uint64(0) if trace is None else trace),
                    shared_mem=smem)
         else:
-            if not rows_ok:
-                R1, W = cp.ascontiguousarray(R1), cp.ascontiguousarray(W)
             w = min(n, self.panel_width(k, dt))
             for c0 in range(0, n, w):
                 wc = min(w, n - c0)
@@ -398,14 +398,13 @@ class GpuExecutor(Executor):
         q_rows = self.put_driver(op, Q, R, D)
 
         # 2. rotations of each group of waves multiplied into G
-        starts = range(0, nwaves, nbw)
         empty = hi_g < 0
         lo_g[empty], hi_g[empty] = 0, 1
         w = int((hi_g - lo_g).max())
-        G = cp.zeros((len(starts), w, w), dtype=dt)
+        G = cp.zeros((len(lo_g), w, w), dtype=dt)
         G[:, cp.arange(w), cp.arange(w)] = 1
         mod.get_function(f"accumulate_groups_{suffix}")(
-            (len(starts), (w + 31) // 32), (256,),
+            (len(lo_g), (w + 31) // 32), (256,),
             (G, np.int32(w), C, S, np.int32(p), tops, bottoms, np.int32(B),
              np.int32(nwaves), np.int32(nbw), cp.asarray(lo_g, dtype=cp.int32)))
 

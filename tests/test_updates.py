@@ -621,6 +621,35 @@ def test_cupy_cols_without_q(nrows, n, k, p, nc, dtype, one_launch, monkeypatch)
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
+@pytest.mark.parametrize("one_launch", [True, False], ids=["one-launch", "per-panel"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_triangle_update_on_views(dtype, one_launch, monkeypatch):
+    """triangle_update on views with contiguous rows (as removing columns passes them)
+    updates them in place, like on contiguous copies; columns not contiguous are refused."""
+    import cupy as cp
+
+    from qrlab.gpu import GpuExecutor
+    monkeypatch.setattr(GpuExecutor, "one_launch", one_launch)
+    rng = np.random.default_rng(23)
+    n, k, nc = 70, 9, 2
+    big = np.zeros((n + k + 5, n + nc + 4), dtype)
+    big[5:5 + n, 4:] = np.triu(rng.standard_normal((n, n + nc)))
+    big[5 + n:, 4:] = rng.standard_normal((k, n + nc))
+    G = cp.asarray(big)
+    R1, W = G[5:5 + n, 4:], G[5 + n:, 4:]
+    R1c, Wc = cp.ascontiguousarray(R1), cp.ascontiguousarray(W)
+    ex = GpuExecutor()
+    assert ex.triangle_update(R1, W, 1, positive=False) == -1
+    assert ex.triangle_update(R1c, Wc, 1, positive=False) == -1
+    np.testing.assert_array_equal(R1.get(), R1c.get())
+    np.testing.assert_array_equal(W.get(), Wc.get())
+    assert np.array_equal(G[:5].get(), big[:5]) and np.array_equal(G[:, :4].get(), big[:, :4])
+    with pytest.raises(ValueError, match="contiguous"):
+        ex.triangle_update(R1c, cp.asfortranarray(Wc), 1)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("m, n, p, k", [(300, 200, 1, 0), (300, 200, 60, 0), (400, 250, 150, 100),
                                         (600, 400, 200, 7), (260, 250, 200, 250),
