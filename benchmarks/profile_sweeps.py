@@ -3,8 +3,8 @@
     python benchmarks/profile_sweeps.py               (removing rows)
     python benchmarks/profile_sweeps.py insert_cols   (adding columns, each stage)
 
-Removing p rows from a 12000 x 6000 factorization (000 Table 10), float32; each phase
-timed with CUDA events, median of 5.
+Removing p rows from a 12000 x 6000 factorization (000 Table 10), float32; each kernel
+timed with CUDA events, the whole operation the median of 3.
 """
 import statistics
 
@@ -13,7 +13,7 @@ import numpy as np
 
 from qrlab import stages
 import qrlab.gpu as gpu
-from qrlab.gpu import GpuExecutor, kernels, wave_rows
+from qrlab.gpu import GpuExecutor, wave_rows
 
 
 def timed(fn, reps=5):
@@ -31,67 +31,62 @@ def timed(fn, reps=5):
 
 def main(m=12000, n=6000):
     rng = np.random.default_rng(0)
+    R = cp.asarray(np.triu(rng.standard_normal((m, n))), dtype=cp.float32)
+    Qf = cp.asarray(np.linalg.qr(rng.standard_normal((m, m // 4)))[0], dtype=cp.float32)
+    Qf = cp.concatenate([Qf] * 4, axis=1)[:, :m]
     for p in (20, 100, 200):
         op = stages.plan_delete_rows(m, n, p).stages[0].ops[0]
-        B, nwaves, lo_t, hi_t = wave_rows(op)
-        Q = cp.asarray(np.linalg.qr(rng.standard_normal((m, p)))[0].T, dtype=cp.float32)
-        D0 = cp.ascontiguousarray(Q.T)
-        tops = cp.asarray(op.tops, dtype=cp.int32)
-        bottoms = cp.asarray(op.bottoms, dtype=cp.int32)
-        C = cp.empty((nwaves, p), cp.float32)
-        S = cp.empty((nwaves, p), cp.float32)
-        res = {}
-        for name, window in (("global", False), ("window", True)):
-            smem = gpu._sweep_smem(p, 4, window)
-            if smem > 200 * 1024:
-                continue
-            fn = kernels().get_function(
-                "sweep_rotations_f32" if not window else "sweep_rotations_window_f32")
-            fn.max_dynamic_shared_size_bytes = smem
-
-            def go():
-                D = D0.copy()
-                fn((1,), (1024,), (D, np.int32(p), tops, bottoms, np.int32(B),
-                                   np.int32(nwaves), C, S), shared_mem=smem)
-            res[name] = timed(go)
+        nwaves = wave_rows(op)[1]
         ex = GpuExecutor()
-        R = cp.asarray(np.triu(rng.standard_normal((m, n))), dtype=cp.float32)
-        Qf = cp.asarray(np.linalg.qr(rng.standard_normal((m, m // 4)))[0], dtype=cp.float32)
-        Qf = cp.concatenate([Qf] * 4, axis=1)[:, :m]
-
-        def whole():
-            ex.sweeps(op, Qf.copy(), R.copy())
-        res["whole sweeps op"] = timed(whole, 3)
+        res = {"whole sweeps op": timed(lambda: ex.sweeps(op, Qf.copy(), R.copy()), 3)}
+        res.update({f"  {name}": t for name, t in
+                    clocked(lambda: ex.sweeps(op, Qf.copy(), R.copy())).items()})
         res["copies of Q and R alone"] = timed(lambda: (Qf.copy(), R.copy()), 3)
         print(f"p={p:4d} waves={nwaves}: " +
               ", ".join(f"{k} {v:.2f} ms" for k, v in res.items()), flush=True)
 
 
 class KernelClock:
-    """Stands in for ``qrlab.gpu.kernels()``: every launch timed with CUDA events and
-    summed by kernel name (the matrix products are the rest of an operation's time)."""
+    """Stands in for the compiled modules of ``qrlab.gpu``: every launch timed with CUDA
+    events and summed by kernel name (the matrix products are the rest of an operation's
+    time)."""
 
-    def __init__(self, module):
-        self.module, self.ms = module, {}
+    def __init__(self, modules):
+        self.modules, self.ms = modules, {}
 
-    def get_function(self, name):
+    def of(self, module):
         clock = self
 
-        class Timed:
-            def __init__(self):
-                object.__setattr__(self, "fn", clock.module.get_function(name))
+        class Module:
+            def get_function(self, name):
+                fn = clock.modules[module].get_function(name)
 
-            def __setattr__(self, key, value):       # max_dynamic_shared_size_bytes
-                setattr(self.fn, key, value)
+                class Timed:
+                    def __setattr__(self, key, value):   # max_dynamic_shared_size_bytes
+                        setattr(fn, key, value)
 
-            def __call__(self, *args, **kwargs):
-                a, b = cp.cuda.Event(), cp.cuda.Event()
-                a.record()
-                self.fn(*args, **kwargs)
-                b.record()
-                b.synchronize()
-                clock.ms[name] = clock.ms.get(name, 0.0) + cp.cuda.get_elapsed_time(a, b)
-        return Timed()
+                    def __call__(self, *args, **kwargs):
+                        a, b = cp.cuda.Event(), cp.cuda.Event()
+                        a.record()
+                        fn(*args, **kwargs)
+                        b.record()
+                        b.synchronize()
+                        clock.ms[name] = clock.ms.get(name, 0.0) + cp.cuda.get_elapsed_time(a, b)
+                return Timed()
+        return Module()
+
+
+def clocked(fn):
+    """Run ``fn`` once with every kernel launch timed: {kernel: ms}."""
+    clock = KernelClock({"kernels": gpu.kernels(), "cooperative": gpu.cooperative_kernels()})
+    saved = gpu.kernels, gpu.cooperative_kernels
+    gpu.kernels = lambda: clock.of("kernels")
+    gpu.cooperative_kernels = lambda: clock.of("cooperative")
+    try:
+        fn()
+    finally:
+        gpu.kernels, gpu.cooperative_kernels = saved
+    return clock.ms
 
 
 def insert_cols(cases=((4000, 3000, 200, 0), (12000, 3000, 200, 0), (5000, 3000, 900, 2980))):
@@ -121,13 +116,8 @@ def insert_cols(cases=((4000, 3000, 200, 0), (12000, 3000, 200, 0), (5000, 3000,
                 B, nwaves, _, _ = wave_rows(op)
                 res[f"Sweeps ({nwaves} waves)"] = timed(
                     lambda: ex.sweeps(op, Qc.copy(), Rc.copy()), 3)
-                clock, saved = KernelClock(gpu.kernels()), gpu.kernels
-                gpu.kernels = lambda: clock
-                try:
-                    ex.sweeps(op, Qc.copy(), Rc.copy())
-                finally:
-                    gpu.kernels = saved
-                res.update({f"  {name}": t for name, t in clock.ms.items()})
+                res.update({f"  {name}": t for name, t in
+                            clocked(lambda: ex.sweeps(op, Qc.copy(), Rc.copy())).items()})
                 res["copies of Q and R alone"] = timed(lambda: (Qc.copy(), Rc.copy()), 3)
         print(f"insert_cols m={m} n={n} p={p} k={k}: " +
               ", ".join(f"{a} {v:.2f} ms" for a, v in res.items()), flush=True)

@@ -19,12 +19,14 @@ the other blocks are still applying this one.
 Givens sweeps are what cost the papers O(m) launches; here they take three steps
 whatever ``m``:
 
-1. ``sweep_rotations`` (one thread block): every rotation of the pipelined sweeps,
-   computed on the ``p`` driver lines (each line's rows in flight in shared memory where
-   they fit, else in device memory), a block barrier between waves;
-2. ``accumulate_groups`` (one thread block per group of waves and 32 columns): the
-   rotations of each group of about ``2p`` waves multiplied into a small orthogonal
-   matrix ``G``;
+1. ``sweep_strips`` (``qrlab/kernels/strips.cu``, one thread block per strip of 32 driver
+   lines): every rotation of the pipelined sweeps.  Line ``j`` is rotated only by sweeps
+   ``s <= j``, so block ``b`` computes the sweeps of its own lines and applies those of the
+   lines before it, which the blocks before it publish as they go: all blocks run at
+   once, each a few waves behind the one before, with one block barrier per wave;
+2. ``accumulate_groups`` (``qrlab/kernels/sweeps.cu``, one thread block per group of waves
+   and 32 columns): the rotations of each group of about ``2p`` waves multiplied into a
+   small orthogonal matrix ``G``;
 3. per group, ``R[rows] = G R[rows]`` and ``Q[:, rows] = Q[:, rows] G^H`` by cuBLAS.
 
 The kernels are compiled once by CuPy's ``RawModule``.  Complex input and
@@ -46,7 +48,8 @@ __all__ = ["GpuExecutor", "kernels"]
 
 _SOURCES = [Path(__file__).with_name("kernels") / name
             for name in ("sweeps.cu", "panel.cu", "reflect.cu")]
-_TRIANGLE = Path(__file__).with_name("kernels") / "triangle.cu"
+_COOPERATIVE = [Path(__file__).with_name("kernels") / name
+                for name in ("triangle.cu", "strips.cu")]
 _SMEM_LIMIT = 200 * 1024            # dynamic shared memory a panel may use (H100: 227 KB)
 
 
@@ -59,12 +62,12 @@ def kernels():
 
 
 @functools.lru_cache(maxsize=None)
-def triangle_kernels():
-    """``kernels/triangle.cu``, launched cooperatively: its blocks wait on each other's
-    flags, so all of them must be resident at once."""
+def cooperative_kernels():
+    """``kernels/triangle.cu`` and ``kernels/strips.cu``, launched cooperatively: their
+    blocks wait on each other's flags, so all of them must be resident at once."""
     import cupy as cp
-    return cp.RawModule(code=_TRIANGLE.read_text(), options=("-std=c++17",),
-                        enable_cooperative_groups=True)
+    return cp.RawModule(code="\n".join(p.read_text() for p in _COOPERATIVE),
+                        options=("-std=c++17",), enable_cooperative_groups=True)
 
 
 @functools.lru_cache(maxsize=None)
@@ -99,11 +102,11 @@ def _triangle_rows_max(size):
     return 16 * _triangle_rpw(10 ** 9, size)
 
 
-def _sweep_smem(p, size, window):
-    """Dynamic shared memory of ``sweep_rotations`` for ``p`` sweeps: two row pointers,
-    c, s and an activity flag per sweep, and with ``window`` the columns' rings of rows (column
-    j keeps 2 j + 2 rows in flight and 5 prefetched: ``kernels/sweeps.cu``)."""
-    return p * (16 + 2 * size + 4) + (p * (p + 6) * size if window else 0)
+def _strip_smem(size):
+    """Dynamic shared memory of ``sweep_strips`` (``kernels/strips.cu``): 16 waves of the
+    earlier strips' c and s (256 sweeps), the rows between its 32 warps (two of 32 each)
+    and five rows of D coming in."""
+    return (2 * 16 * 256 + 32 * 2 * 32 + 5 * 32) * size
 
 
 def wave_groups(op: Sweeps, nbw: int):
@@ -144,13 +147,13 @@ class GpuExecutor(Executor):
     (real dtypes)."""
 
     threads = 1024
-    #: force the global-memory sweep kernel (for comparing it with the windowed one)
-    global_sweeps = False
     #: device ints for reflect_panel (its panel counter, a spare fail slot), made on first use
     _scratch = None
     #: run a triangle update as one cooperative launch per 512 rows of B (when False, one
     #: reflect_panel launch per panel)
     one_launch = True
+    #: sweeps per launch of the rotation kernel (at most 256, what its registers hold)
+    sweeps_per_launch = 256
 
     def panel_width(self, p, dtype):
         """Columns per Householder panel for a block of ``p``: the widest of 32, 16, 8 whose
@@ -325,7 +328,7 @@ class GpuExecutor(Executor):
             npanels, ntiles = -(-n // 32), -(-ncols // 32)
             flags = cp.zeros((blocks, npanels), dtype=cp.int32)
             work = cp.empty(npanels * (kb + 32) * 32, dtype=dt)   # V_B, L^T per panel
-            fn = triangle_kernels().get_function(
+            fn = cooperative_kernels().get_function(
                 "triangle_update_" + ("f32" if dt.itemsize == 4 else "f64"))
             grid = max(1, min(ntiles - 1, _sm_count()))    # one block per SM at most
             for i, r0 in enumerate(range(0, k, kb)):
@@ -384,29 +387,50 @@ class GpuExecutor(Executor):
         tops = cp.asarray(op.tops, dtype=cp.int32)
         bottoms = cp.asarray(op.bottoms, dtype=cp.int32)
 
-        # 1. all rotations, computed on the driver lines
+        # 1. all rotations, computed on the driver lines: one block per strip of 32 lines,
+        # 256 sweeps per launch (the later ones see the earlier only through D)
         D = self.take_driver(op, Q, R)
         C = cp.empty((nwaves, p), dtype=dt)
         S = cp.empty((nwaves, p), dtype=dt)
-        name, smem = "sweep_rotations", _sweep_smem(p, dt.itemsize, False)
-        if _sweep_smem(p, dt.itemsize, True) <= _SMEM_LIMIT and not self.global_sweeps:
-            name, smem = "sweep_rotations_window", _sweep_smem(p, dt.itemsize, True)
-        fn = mod.get_function(f"{name}_{suffix}")
-        fn.max_dynamic_shared_size_bytes = smem
-        fn((1,), (self.threads,), (D, np.int32(p), tops, bottoms, np.int32(B),
-                                   np.int32(nwaves), C, S), shared_mem=smem)
+        fn = cooperative_kernels().get_function(f"sweep_strips_{suffix}")
+        fn.max_dynamic_shared_size_bytes = _strip_smem(dt.itemsize)
+        s_all = np.arange(p)
+        t_first = B - np.asarray(op.bottoms) + 2 * s_all + 1
+        t_last = B - np.asarray(op.tops) + 2 * s_all - 1
+        for s_lo in range(0, p, self.sweeps_per_launch):
+            s_hi = min(p, s_lo + self.sweeps_per_launch)
+            busy = t_first[s_lo:s_hi] <= t_last[s_lo:s_hi]
+            if not busy.any():
+                continue
+            t_begin = int(t_first[s_lo:s_hi][busy].min())
+            t_end = int(t_last[s_lo:s_hi][busy].max()) + 1
+            nstrips = -(-(p - s_lo) // 32)
+            progress = cp.zeros(nstrips, dtype=cp.int32)
+            per = _sm_count()                  # one block per SM; more strips: more launches
+            for first in range(0, nstrips, per):
+                fn((min(per, nstrips - first),), (1024,),
+                   (D, np.int32(p), tops, bottoms, np.int32(B), np.int32(s_lo), np.int32(s_hi),
+                    np.int32(t_begin), np.int32(t_end), C, S, progress, np.int32(first)),
+                   shared_mem=_strip_smem(dt.itemsize))
         q_rows = self.put_driver(op, Q, R, D)
 
         # 2. rotations of each group of waves multiplied into G
         empty = hi_g < 0
         lo_g[empty], hi_g[empty] = 0, 1
         w = int((hi_g - lo_g).max())
-        G = cp.zeros((len(lo_g), w, w), dtype=dt)
-        G[:, cp.arange(w), cp.arange(w)] = 1
-        mod.get_function(f"accumulate_groups_{suffix}")(
-            (len(lo_g), (w + 31) // 32), (256,),
-            (G, np.int32(w), C, S, np.int32(p), tops, bottoms, np.int32(B),
-             np.int32(nwaves), np.int32(nbw), cp.asarray(lo_g, dtype=cp.int32)))
+        smem = w * 32 * dt.itemsize             # a block's 32 columns of G
+        in_smem = smem <= _SMEM_LIMIT
+        if in_smem:
+            G = cp.empty((len(lo_g), w, w), dtype=dt)
+        else:
+            G, smem = cp.zeros((len(lo_g), w, w), dtype=dt), 0
+            G[:, cp.arange(w), cp.arange(w)] = 1
+        fn = mod.get_function(f"accumulate_groups_{suffix}")
+        fn.max_dynamic_shared_size_bytes = smem
+        fn((len(lo_g), (w + 31) // 32), (512,),
+           (G, np.int32(w), C, S, np.int32(p), tops, bottoms, np.int32(B), np.int32(nwaves),
+            np.int32(nbw), cp.asarray(lo_g, dtype=cp.int32), np.int32(in_smem)),
+           shared_mem=smem)
 
         # 3. matrix products, group after group (their row windows overlap)
         a0, a1 = op.apply_cols

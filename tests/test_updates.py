@@ -459,13 +459,13 @@ def test_wave_groups_match_the_schedule(plan):
 @pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("mode", ["full", "thin"])
-@pytest.mark.parametrize("method", ["blocked", "paper", "global-sweeps"])
+@pytest.mark.parametrize("method", ["blocked", "paper", "passes"])
 def test_cupy_matches_numpy(dtype, mode, method, monkeypatch):
     import cupy as cp
 
     from qrlab.gpu import GpuExecutor
-    if method == "global-sweeps":        # the sweep kernel for blocks too wide for a window
-        monkeypatch.setattr(GpuExecutor, "global_sweeps", True)
+    if method == "passes":               # the rotation kernel, a few sweeps per launch
+        monkeypatch.setattr(GpuExecutor, "sweeps_per_launch", 3)
         method = "blocked"
     rng = np.random.default_rng(18)
     m, n, p = 300, 120, 7
@@ -653,14 +653,15 @@ def test_triangle_update_on_views(dtype, one_launch, monkeypatch):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("m, n, p, k", [(300, 200, 1, 0), (300, 200, 60, 0), (400, 250, 150, 100),
                                         (600, 400, 200, 7), (260, 250, 200, 250),
-                                        (700, 400, 200, 380)])
-def test_cupy_sweep_window(m, n, p, k, dtype, monkeypatch):
-    """Adding columns: the rotation kernel with each column's rows in a shared-memory ring
-    (where p (p + 6) values fit: p <= 218 in float, 155 in double) against the one that
-    works in device memory, NumPy and recomputation; and, for k = 380, the Householder
-    route of p >= 4 (n - k)."""
+                                        (700, 400, 200, 380), (900, 800, 600, 5)])
+def test_cupy_sweep_strips(m, n, p, k, dtype, monkeypatch):
+    """Adding columns: the rotation kernel (strips of 32 lines, 256 sweeps per launch:
+    p = 600 takes three) against itself with 40 sweeps per launch and with two blocks
+    per launch (a chain of launches), NumPy and recomputation; and, for k = 380, the
+    Householder route of p >= 4 (n - k)."""
     import cupy as cp
 
+    from qrlab import gpu
     from qrlab.gpu import GpuExecutor
     rng = np.random.default_rng(m + n + p + k)
     A = rng.standard_normal((m, n)).astype(dtype)
@@ -668,13 +669,16 @@ def test_cupy_sweep_window(m, n, p, k, dtype, monkeypatch):
     Q, R = factor(A, "full")
     A1 = np.insert(A, [k] * p, U, axis=1)
     results = []
-    for global_sweeps in (False, True):
-        monkeypatch.setattr(GpuExecutor, "global_sweeps", global_sweeps)
+    for per_launch, sms in ((256, None), (40, None), (256, 2)):
+        monkeypatch.setattr(GpuExecutor, "sweeps_per_launch", per_launch)
+        if sms:
+            monkeypatch.setattr(gpu, "_sm_count", lambda: sms)
         Qg, Rg = qr_insert(cp.asarray(Q), cp.asarray(R), cp.asarray(U), k, "col")
         check_factors(Qg.get(), Rg.get(), A1, "full")
         results.append(Rg.get())
-    atol = tol(dtype, m, n + p) * np.abs(results[1]).max()
-    np.testing.assert_allclose(results[0], results[1], rtol=0, atol=atol)
+    atol = tol(dtype, m, n + p) * np.abs(results[0]).max()
+    np.testing.assert_allclose(results[1], results[0], rtol=0, atol=atol)
+    np.testing.assert_allclose(results[2], results[0], rtol=0, atol=atol)
     Rn = qr_insert(Q, R, U, k, "col")[1]
     np.testing.assert_allclose(abs(results[0]), abs(Rn), rtol=0, atol=atol)
 

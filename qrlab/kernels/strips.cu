@@ -1,0 +1,243 @@
+// Every rotation of a block of pipelined Givens sweeps, computed by a chain of thread
+// blocks, the rows passed from sweep to sweep in registers (float and double).
+//
+// D is the driver block, N rows by p columns, row-major.  Sweep s zeroes column s
+// bottom-up; at wave t it rotates rows (i - 1, i), i = B - t + 2 s, while
+// tops[s] < i < bottoms[s].  A rotation [[c, s], [-s, c]] makes c*a + s*b = r and
+// -s*a + c*b = 0.
+//
+// Strips.  Column j is rotated only by sweeps s <= j (left of a sweep its rows are zero),
+// and sweep s reads only column s.  So the work splits into strips of 32 columns that
+// depend on each other one way: block b owns columns c0 = s_lo + 32 b .. c0 + 31, computes
+// the sweeps of those columns, and applies to them the sweeps of the columns left of it,
+// which the blocks before it computed.  Those come through C and S in device memory:
+// each block publishes how many waves it has finished (progress, every STRIP_CHUNK
+// waves), and the next one, running that far behind, copies them into shared memory.
+// So all blocks work at once, one lane per column.
+//
+// A systolic pipeline inside a strip.  At wave t sweep s keeps row i - 1 (it rotates it
+// again at wave t + 1, as its lower row) and hands row i down to sweep s + 1, which
+// rotates it at wave t + 1 as its upper row.  So sweep s holds one row (its carry), gets
+// one row per wave from sweep s - 1 (its inbox) and passes one on: each row of D enters
+// at the first sweep and leaves after the last, and in between it lives in registers.
+// A warp owns STRIP_Q consecutive sweeps, passes rows between them in registers and to
+// the next warp through shared memory; a rotation is a broadcast load of (c, s) and four
+// multiplications.  A sweep outside its rows is the identity (c = 1, s = 0): it passes
+// rows on unchanged, so every sweep runs every wave.  One block barrier per wave.
+//
+// A launch runs the sweeps s_lo .. s_hi - 1 (at most 32 STRIP_Q: the registers of one
+// block) over the columns s_lo .. p - 1, waves t_begin .. t_end - 1 of the whole
+// schedule; more sweeps take several launches, one after the other (the later sweeps
+// depend on the earlier only through D).  C, S: nwaves x p, every slot of the launch's
+// sweeps over its waves written (the identity where a sweep does not rotate).  progress:
+// one int per strip, zero.  Launch with 1024 threads and STRIP_SMEM(size) bytes of
+// dynamic shared memory; blocks first .. first + gridDim.x - 1 of the launch, all
+// resident at once (a cooperative launch), the blocks before `first` finished.
+
+#define STRIP_Q 8                 // sweeps per warp
+#define STRIP_CHUNK 16            // waves of earlier strips' rotations copied at once
+#define STRIP_PREFETCH 4          // waves ahead that a row of D is fetched
+#define STRIP_NT 1024
+
+// The rotation that zeroes b against a (c = |a| / r, s = sign(a) b / r, r = hypot(a, b)),
+// or the identity where `on` is false or a = b = 0, without branches: a warp computes
+// eight of them at once, interleaved.  a and b are scaled by 2^-e, m = 2^e 1.f their
+// larger magnitude, so that a^2 + b^2 neither overflows nor underflows.
+__device__ __forceinline__ void strip_givens(float a, float b, bool on, float& c, float& s)
+{
+    const float m = fmaxf(fabsf(a), fabsf(b));
+    const float k = __int_as_float(0x7f000000 - (__float_as_int(m) & 0x7f800000));
+    const float x = a * k, y = b * k, r2 = x * x + y * y;
+    float inv = rsqrtf(r2);
+    inv = inv * (1.5f - 0.5f * r2 * inv * inv);      // one Newton step: to rounding
+    on = on && m != 0.f;
+    c = on ? fabsf(x) * inv : 1.f;
+    s = on ? (a < 0.f ? -y : y) * inv : 0.f;
+}
+
+__device__ __forceinline__ void strip_givens(double a, double b, bool on, double& c, double& s)
+{
+    const double m = fmax(fabs(a), fabs(b));
+    const double k = __longlong_as_double(0x7fe0000000000000LL -
+                                          (__double_as_longlong(m) & 0x7ff0000000000000LL));
+    const double x = a * k, y = b * k, inv = rsqrt(x * x + y * y);
+    on = on && m != 0.0;
+    c = on ? fabs(x) * inv : 1.0;
+    s = on ? (a < 0.0 ? -y : y) * inv : 0.0;
+}
+
+template <typename T>
+__device__ __forceinline__ void strip_copy_async(T* dst, const T* src)
+{
+    // one value from device memory into shared memory, without waiting for it
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    if constexpr (sizeof(T) == 4)
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(s), "l"(src) : "memory");
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(s), "l"(src) : "memory");
+}
+
+__device__ __forceinline__ void strip_sync(int nthreads)
+{
+    // the block's working warps only (the others have left)
+    asm volatile("bar.sync 1, %0;" :: "r"(nthreads) : "memory");
+}
+
+template <typename T>
+__device__ void sweep_strips(T* D, int p, const int* tops, const int* bottoms, int B,
+                             int s_lo, int s_hi, int t_begin, int t_end, T* C, T* S,
+                             int* progress, int first)
+{
+    constexpr int Q = STRIP_Q, G = sizeof(T) == 4 ? Q : Q / 2;
+    constexpr int NW = STRIP_NT / 32, SLOTS = STRIP_PREFETCH + 1;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    T* cs = reinterpret_cast<T*>(smem_raw);          // CHUNK x 32 Q x (c, s): earlier strips'
+    T* hand = cs + 2 * STRIP_CHUNK * NW * Q;         // NW x 2 x 32: rows between warps
+    T* fetch = hand + NW * 2 * 32;                   // SLOTS x 32: rows of D coming in
+    const int b = first + blockIdx.x, c0 = s_lo + 32 * b;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int ncol = min(32, p - c0);
+    const int s_end = min(s_hi, c0 + 32);            // sweeps s_lo .. s_end - 1 reach the strip
+    const int n_ext = min(c0, s_hi) - s_lo;          // of which earlier strips' (s < s_lo + n_ext)
+    const int nwa = (s_end - s_lo + Q - 1) / Q;      // working warps
+    const int n_own = (s_hi - s_lo + 31) / 32;       // strips that compute sweeps
+    const int s0 = s_lo + warp * Q;                  // this warp's first sweep
+    if (warp >= nwa) return;
+    auto row_of = [&](int r) -> T {                  // a value of D; zero off its rows
+        return r >= 0 && r <= B && lane < ncol ? D[(size_t)r * p + c0 + lane] : T(0);
+    };
+    // the rows each sweep holds before wave t_begin: its lower row, and its upper row in
+    // its inbox (the first sweep of a warp takes it from shared memory)
+    T car[Q], inb[Q];
+#pragma unroll
+    for (int q = 0; q < Q; ++q) {
+        const int i = B - t_begin + 2 * (s0 + q);
+        car[q] = row_of(i);
+        inb[q] = row_of(i - 1);
+    }
+    hand[(warp * 2 + ((t_begin - 1) & 1)) * 32 + lane] = inb[0];
+    if (warp == 0)                                   // the first sweep's next rows of D
+        for (int d = 0; d < STRIP_PREFETCH; ++d)
+            fetch[((t_begin + d) % SLOTS) * 32 + lane] = row_of(B - (t_begin + d) + 2 * s_lo - 1);
+    // the strip's own sweeps' waves: sweep c0 + j rotates at waves[j].x <= t <= waves[j].y
+    __shared__ int2 waves[32];
+    if (warp == 0 && c0 + lane < s_end)
+        waves[lane] = make_int2(B - bottoms[c0 + lane] + 2 * (c0 + lane) + 1,
+                                B - tops[c0 + lane] + 2 * (c0 + lane) - 1);
+    const int before = min(b, n_own) - 1;            // the strip this one waits for
+    volatile int* seen = progress + max(before, 0);
+    strip_sync(nwa * 32);
+    int cw = 0;                                      // (t - t_begin) mod CHUNK
+    for (int t = t_begin; t < t_end; ++t) {
+        if (n_ext > 0 && cw == 0) {                  // the next waves of earlier strips
+            const int nwv = min(STRIP_CHUNK, t_end - t);
+            if (threadIdx.x == 0) {
+                while (*seen < t + nwv) __nanosleep(32);
+                __threadfence();
+            }
+            strip_sync(nwa * 32);
+            for (int w = warp; w < nwv; w += nwa)   // published by another SM: through L2
+                for (int s = lane; s < n_ext; s += 32) {
+                    const size_t g = (size_t)(t + w) * p + s_lo + s;
+                    cs[2 * (w * NW * Q + s)] = __ldcg(C + g);
+                    cs[2 * (w * NW * Q + s) + 1] = __ldcg(S + g);
+                }
+            strip_sync(nwa * 32);
+        }
+        if (warp == 0) {                             // the row of D for wave t + PREFETCH
+            const int tf = t + STRIP_PREFETCH, r = B - tf + 2 * s_lo - 1;
+            T* slot = fetch + (tf % SLOTS) * 32 + lane;
+            if (r >= 0 && r <= B && lane < ncol) strip_copy_async(slot, D + (size_t)r * p + c0 + lane);
+            else *slot = T(0);
+            asm volatile("cp.async.commit_group;" ::: "memory");
+        }
+        inb[0] = warp == 0 ? fetch[(t % SLOTS) * 32 + lane]
+                           : hand[(warp * 2 + ((t - 1) & 1)) * 32 + lane];
+        // A warp holds earlier strips' sweeps or this strip's own (which start at c0, a
+        // multiple of Q past s_lo); sweeps past s_end are the identity and lead nowhere.
+        // Its sweeps go in groups of G, the last group first, each group's rotations
+        // found together, then applied last sweep first: every inbox is read before the
+        // sweep above refills it.  (G = Q in float; in double, half, for the registers.)
+        const bool own = s0 >= c0;
+#pragma unroll
+        for (int g = Q - G; g >= 0; g -= G) {
+            T c[G], sn[G];
+            bool on[G];
+            if (own) {                               // from the strip's columns, all at once
+#pragma unroll
+                for (int u = 0; u < G; ++u) {
+                    const int q = g + u, j = (s0 + q - c0) & 31;
+                    const T a = __shfl_sync(0xffffffffu, inb[q], j);
+                    const T bb = __shfl_sync(0xffffffffu, car[q], j);
+                    const int2 w = waves[j];
+                    on[u] = s0 + q < s_end && t >= w.x && t <= w.y;
+                    strip_givens(a, bb, on[u], c[u], sn[u]);
+                }
+            } else {
+                const T* csw = cs + 2 * (cw * NW * Q + s0 + g - s_lo);
+#pragma unroll
+                for (int u = 0; u < G; ++u) {
+                    on[u] = false;
+                    c[u] = s0 + g + u < s_end ? csw[2 * u] : T(1);
+                    sn[u] = s0 + g + u < s_end ? csw[2 * u + 1] : T(0);
+                }
+            }
+#pragma unroll
+            for (int u = G - 1; u >= 0; --u) {
+                const int q = g + u, s = s0 + q;
+                const T up = c[u] * inb[q] + sn[u] * car[q];
+                T down = c[u] * car[q] - sn[u] * inb[q];
+                if (on[u] && lane == s - c0) down = T(0);   // the zero made, exactly
+                car[q] = up;
+                if (s + 1 == s_end) {                // out of the strip's last sweep
+                    const int r = B - t + 2 * s;
+                    if (r >= 0 && r <= B && lane < ncol) D[(size_t)r * p + c0 + lane] = down;
+                }
+                if (q + 1 < Q) inb[q + 1] = down;
+                else if (warp + 1 < nwa) hand[((warp + 1) * 2 + (t & 1)) * 32 + lane] = down;
+            }
+            if (own && lane == 0)                    // for the strips after this one
+#pragma unroll
+                for (int u = 0; u < G; ++u)
+                    if (s0 + g + u < s_end) {
+                        C[(size_t)t * p + s0 + g + u] = c[u];
+                        S[(size_t)t * p + s0 + g + u] = sn[u];
+                    }
+        }
+        if (warp == 0)                               // the row fetched PREFETCH - 1 waves ago
+            asm volatile("cp.async.wait_group %0;" :: "n"(STRIP_PREFETCH - 1) : "memory");
+        cw = cw + 1 == STRIP_CHUNK ? 0 : cw + 1;
+        if (cw == 0 || t + 1 == t_end) {
+            __threadfence();                         // every thread's C and S, before the count
+            strip_sync(nwa * 32);
+            if (threadIdx.x == 0) atomicExch(progress + b, t + 1);
+        } else {
+            strip_sync(nwa * 32);
+        }
+    }
+    // the rows still held: after wave t_end - 1 sweep s has row B - t_end + 2 s, and
+    // its inbox row B - t_end + 2 s - 1 (the first sweep's is still in D)
+    if (warp == 0) asm volatile("cp.async.wait_group 0;" ::: "memory");
+    if (warp > 0) inb[0] = hand[(warp * 2 + ((t_end - 1) & 1)) * 32 + lane];
+#pragma unroll
+    for (int q = 0; q < Q; ++q) {
+        const int s = s0 + q, r = B - t_end + 2 * s;
+        if (s < s_end && lane < ncol) {
+            if (r >= 0 && r <= B) D[(size_t)r * p + c0 + lane] = car[q];
+            if (s > s_lo && r - 1 >= 0 && r - 1 <= B) D[(size_t)(r - 1) * p + c0 + lane] = inb[q];
+        }
+    }
+}
+
+extern "C" {
+__global__ void __launch_bounds__(STRIP_NT)
+sweep_strips_f32(float* D, int p, const int* tops, const int* bottoms, int B, int s_lo,
+                 int s_hi, int t_begin, int t_end, float* C, float* S, int* progress,
+                 int first)
+{ sweep_strips<float>(D, p, tops, bottoms, B, s_lo, s_hi, t_begin, t_end, C, S, progress, first); }
+__global__ void __launch_bounds__(STRIP_NT)
+sweep_strips_f64(double* D, int p, const int* tops, const int* bottoms, int B, int s_lo,
+                 int s_hi, int t_begin, int t_end, double* C, double* S, int* progress,
+                 int first)
+{ sweep_strips<double>(D, p, tops, bottoms, B, s_lo, s_hi, t_begin, t_end, C, S, progress, first); }
+}
