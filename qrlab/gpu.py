@@ -377,7 +377,7 @@ class GpuExecutor(Executor):
 
         l0, l1 = op.lines
         p = l1 - l0
-        nbw = self.wave_block or max(32, 2 * p)
+        nbw = self.wave_block or max(2 * p, 512 - 2 * p)   # windows of at least 512 rows
         B, nwaves, lo_g, hi_g = wave_groups(op, nbw)
         if nwaves == 0:
             return
@@ -432,14 +432,16 @@ class GpuExecutor(Executor):
             np.int32(nbw), cp.asarray(lo_g, dtype=cp.int32), np.int32(in_smem)),
            shared_mem=smem)
 
-        # 3. matrix products, group after group (their row windows overlap)
+        # 3. matrix products, group after group (their row windows overlap); rows lo.. of
+        # R are zero left of column lo - p (Sweeps), so the product starts there
         a0, a1 = op.apply_cols
         a1 = R.shape[1] if a1 is None else a1
         for g, (lo, hi) in enumerate(zip(lo_g.tolist(), hi_g.tolist())):
             if empty[g]:
                 continue
             Gg = G[g, : hi - lo, : hi - lo]
-            if a1 > a0:
-                R[lo:hi, a0:a1] = Gg @ R[lo:hi, a0:a1]
+            c0 = max(a0, lo - p)
+            if a1 > c0:
+                R[lo:hi, c0:a1] = Gg @ R[lo:hi, c0:a1]
             if Q is not None:
                 Q[q_rows, lo:hi] = Q[q_rows, lo:hi] @ Gg.T

@@ -91,7 +91,10 @@ class Sweeps:
         Sweep ``s`` zeroes positions ``bottoms[s]-1`` down to ``tops[s]+1`` of its line,
         rotation ``i`` acting on rows ``(i-1, i)`` of R (columns of Q).  Below
         ``bottoms[s]-1`` line ``s`` is zero already, so each line is zero on the rows that
-        later sweeps rotate (the GPU kernels skip those entries).
+        later sweeps rotate (the GPU kernels skip those entries).  Throughout, row ``r``
+        of R is zero left of column ``r - p`` (``p`` the number of sweeps: each sweep
+        brings a row at most one column further left), which the GPU executor uses to
+        skip those columns.
     apply_cols : (start, stop)
         Columns of R, other than the driver, that the rotations must update.
     """

@@ -40,8 +40,7 @@
 #define STRIP_NT 1024
 
 // The rotation that zeroes b against a (c = |a| / r, s = sign(a) b / r, r = hypot(a, b)),
-// or the identity where `on` is false or a = b = 0, without branches: a warp computes
-// eight of them at once, interleaved.  a and b are scaled by 2^-e, m = 2^e 1.f their
+// or the identity where `on` is false or a = b = 0, without branches.  a and b are scaled by 2^-e, m = 2^e 1.f their
 // larger magnitude, so that a^2 + b^2 neither overflows nor underflows.
 __device__ __forceinline__ void strip_givens(float a, float b, bool on, float& c, float& s)
 {
@@ -163,15 +162,36 @@ __device__ void sweep_strips(T* D, int p, const int* tops, const int* bottoms, i
         for (int g = Q - G; g >= 0; g -= G) {
             T c[G], sn[G];
             bool on[G];
-            if (own) {                               // from the strip's columns, all at once
+            if (own) {
+                // Sweep s0 + g + u's pivots (its column, lane j) go to lane u, which finds
+                // that rotation; then every lane gets all G of them.  (Each lane finding
+                // every rotation would cost G times the arithmetic.)
+                T a_u = 0, b_u = 0;
 #pragma unroll
                 for (int u = 0; u < G; ++u) {
-                    const int q = g + u, j = (s0 + q - c0) & 31;
-                    const T a = __shfl_sync(0xffffffffu, inb[q], j);
-                    const T bb = __shfl_sync(0xffffffffu, car[q], j);
-                    const int2 w = waves[j];
-                    on[u] = s0 + q < s_end && t >= w.x && t <= w.y;
-                    strip_givens(a, bb, on[u], c[u], sn[u]);
+                    const int j = (s0 + g + u - c0) & 31;
+                    const T a = __shfl_sync(0xffffffffu, inb[g + u], j);
+                    const T bb = __shfl_sync(0xffffffffu, car[g + u], j);
+                    if (lane == u) {
+                        a_u = a;
+                        b_u = bb;
+                    }
+                }
+                const int s_u = s0 + g + lane;
+                const int2 w = waves[(s_u - c0) & 31];
+                const bool on_u = lane < G && s_u < s_end && t >= w.x && t <= w.y;
+                T c_u, sn_u;
+                strip_givens(a_u, b_u, on_u, c_u, sn_u);
+                if (lane < G && s_u < s_end) {       // for the strips after this one
+                    C[(size_t)t * p + s_u] = c_u;
+                    S[(size_t)t * p + s_u] = sn_u;
+                }
+                const unsigned on_mask = __ballot_sync(0xffffffffu, on_u);
+#pragma unroll
+                for (int u = 0; u < G; ++u) {
+                    c[u] = __shfl_sync(0xffffffffu, c_u, u);
+                    sn[u] = __shfl_sync(0xffffffffu, sn_u, u);
+                    on[u] = (on_mask >> u) & 1u;
                 }
             } else {
                 const T* csw = cs + 2 * (cw * NW * Q + s0 + g - s_lo);
@@ -196,13 +216,6 @@ __device__ void sweep_strips(T* D, int p, const int* tops, const int* bottoms, i
                 if (q + 1 < Q) inb[q + 1] = down;
                 else if (warp + 1 < nwa) hand[((warp + 1) * 2 + (t & 1)) * 32 + lane] = down;
             }
-            if (own && lane == 0)                    // for the strips after this one
-#pragma unroll
-                for (int u = 0; u < G; ++u)
-                    if (s0 + g + u < s_end) {
-                        C[(size_t)t * p + s0 + g + u] = c[u];
-                        S[(size_t)t * p + s0 + g + u] = sn[u];
-                    }
         }
         if (warp == 0)                               // the row fetched PREFETCH - 1 waves ago
             asm volatile("cp.async.wait_group %0;" :: "n"(STRIP_PREFETCH - 1) : "memory");
