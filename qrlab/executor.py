@@ -96,8 +96,9 @@ class Executor:
         new_panel = xp.zeros_like(panel)
         new_panel[: Rp.shape[0]] = Rp
         R[rows, c0:c1] = new_panel
-        if c1 < R.shape[1]:
-            R[rows, c1:] = apply_wy_left(V, T, R[rows, c1:])
+        c2 = c1 if op.zero_to is None else max(c1, op.zero_to)
+        if c2 < R.shape[1]:
+            R[rows, c2:] = apply_wy_left(V, T, R[rows, c2:])
         if Q is not None:
             Q[:, rows] = apply_wy_right(Q[:, rows], V, T)
 

@@ -250,7 +250,7 @@ class GpuExecutor(Executor):
             V = cp.empty((h, w), dtype=R.dtype)
             tau = cp.empty(w, dtype=R.dtype)
         self.launch_reflect(R, a0, a1 - a0, R, b0, b1 - b0, 1, False, op.cols[0], w,
-                            R.shape[1], V, tau)
+                            R.shape[1], V, tau)     # (one span of columns: zero_to unused)
         if Q is not None:
             rows = self.panel_rows(op, Q)
             Q[:, rows] = apply_wy_right(Q[:, rows], V, wy_factor(V, tau))

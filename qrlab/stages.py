@@ -60,11 +60,14 @@ class Reflect:
 
     ``rows`` is a tuple of ``(start, stop)`` spans, gathered in order; the reflector of the
     ``j``-th panel column acts on the gathered rows from position ``j`` on.  The reflectors
-    are applied to ``R[rows, cols.stop:]`` and to ``Q[:, rows]`` (as ``Q H``).
+    are applied to ``R[rows, cols.stop:]`` and to ``Q[:, rows]`` (as ``Q H``), except
+    to ``R[rows, cols.stop:zero_to]`` where the plan knows those columns to be zero on
+    these rows (they stay zero: an executor may skip them).
     """
 
     rows: tuple[tuple[int, int], ...]
     cols: tuple[int, int]
+    zero_to: int | None = None
 
     def row_list(self) -> list[int]:
         return [i for a, b in self.rows for i in range(a, b)]
@@ -228,8 +231,10 @@ def plan_insert_cols(nrows: int, n: int, k: int, p: int) -> Plan:
     below = nrows - n_r
     stages = []
     if below > 1:
+        # (those rows are zero right of the new columns, but for carried columns past
+        # n + p, a right-hand side)
         stages.append(Stage(f"Stage 1: Householder QR of the {below} rows of Q^H U below R",
-                            (Reflect(((n_r, nrows),), (k, k + p)),)))
+                            (Reflect(((n_r, nrows),), (k, k + p), zero_to=n + p),)))
     # after Stage 1, column s of W is nonzero down to row n_r + s
     bottoms = tuple(min(n_r + s + 1, nrows) for s in range(p)) if below else (nrows,) * p
     sweeps = Sweeps("R", (k, k + p), tuple(k + s for s in range(p)), bottoms, (k + p, None))
