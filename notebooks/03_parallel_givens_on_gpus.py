@@ -41,7 +41,7 @@ import qrlab.backend
 import qrlab.config
 from qrlab import bench, stages, viz
 from qrlab.executor import Executor
-from qrlab.gpu import wave_rows
+from qrlab.gpu import wave_block, wave_rows
 
 np.set_printoptions(precision=3, suppress=True)
 
@@ -112,12 +112,15 @@ assert len(op.waves()) == m + p - 2
 #
 # * **the papers' scheme**: two launches per wave (`makeGivens`, `applyGivens`): $2W$;
 # * **qrlab's fused scheme**: one launch computes all rotations on the driver lines (one
-#   thread block, a barrier between waves), one launch multiplies the rotations of every
-#   group of $w_b = \max(32, 2p)$ waves into an orthogonal matrix $G_g$ (thread blocks per
+#   thread block per strip of 32 lines, all at once, each a few waves behind the one
+#   before; one launch per 256 sweeps), one launch multiplies the rotations of every group
+#   of $w_b = \max(2p, 512 - 2p)$ waves into an orthogonal matrix $G_g$ (thread blocks per
 #   group), and each group applies $G_g$ by two matrix products, $R \leftarrow G_g R$ and
 #   $Q \leftarrow Q G_g^T$ on its window of rows/columns: $2 + 2\lceil W / w_b \rceil$
-#   kernels that compute.  (Each product's result is copied into place, one more launch
-#   per product, and a fixed handful of small set-ups comes on top, the same for every $m$.)
+#   kernels that compute for $p \le 256$.  (Each product's result is copied into place, one
+#   more launch per product, and a fixed handful of small set-ups comes on top, the same
+#   for every $m$.)  The reference executor groups $\max(32, 2p)$ waves, the fewest flops;
+#   on a GPU, windows of at least 512 rows keep the products few.
 #
 # Removing $p$ rows of an $m \times n$ factorization has $W = m + p - 2$ waves (above).
 # The number of waves below comes from two places that must agree: the reference
@@ -125,10 +128,6 @@ assert len(op.waves()) == m + p - 2
 # (`qrlab.gpu.wave_rows`), which it computes without asking the device.
 
 # %%
-def wave_block(p):
-    return max(32, 2 * p)
-
-
 def launches(op, p):
     """(waves, papers' launches, groups, qrlab launches) for one Sweeps operation.
 
@@ -197,8 +196,8 @@ for method in ("paper", "blocked"):
     results[method] = R1
     print(f"method={method!r}: {ex.waves} waves computed, {ex.products} blocked products")
     assert ex.waves == m + p - 2
+assert ex.products == 2 * math.ceil((m + p - 2) / max(32, 2 * p))   # its groups: 2p waves
 waves, paper_l, groups, ours = launches(small, p)
-assert ex.products == 2 * groups
 print(f"GPU launches for this case: papers' scheme {paper_l}, qrlab {ours} "
       f"({groups} groups of {wave_block(p)} waves)")
 assert np.allclose(results["paper"], results["blocked"])
@@ -277,9 +276,9 @@ for c in t10:
 # quarter of the measured time, and grows with $p$ as the measured time does (the rest:
 # strided access to $Q$, and waves too small to fill the GPU).  On an H100 (3.35 TB/s) the
 # same traffic would still take 20-100 ms, as long as the launches.  Grouping cuts the
-# traffic by about $p$ (each window of about $4p$ rows is read and written once for $2p$
-# waves of up to $p$ rotations) and turns the work into matrix products, which run near
-# the GPU's arithmetic peak.  The price is arithmetic: forming and applying $G_g$ costs two
+# traffic by $p$ or more (each window of $w_b + 2p$ rows is read and written once for
+# $w_b$ waves of up to $p$ rotations) and turns the work into matrix products, which run
+# near the GPU's arithmetic peak.  The price is arithmetic: forming and applying $G_g$ costs two
 # to three times the flops of applying its rotations one by one, which a GPU has to spare.
 #
 # ## Live: one wave at a time against grouped waves

@@ -55,8 +55,7 @@ class Executor:
     wave_block : int, optional
         Waves per accumulated block (default ``max(32, 2 p)``: the block's row window is
         about ``wave_block + 2p`` and its cost per rotation ``(wave_block + 2p)^2 /
-        wave_block``, smallest at ``2p``; on a GPU ``max(2p, 512 - 2p)``, so that small
-        ``p`` does not mean thousands of small products, each a few launches).
+        wave_block``, smallest at ``2p``; on a GPU :func:`qrlab.gpu.wave_block`).
     """
 
     def __init__(self, method: str = "blocked", wave_block: int | None = None):

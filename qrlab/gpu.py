@@ -137,6 +137,14 @@ def wave_groups(op: Sweeps, nbw: int):
     return B, nwaves, lo, hi
 
 
+def wave_block(p):
+    """Waves per group on the GPU for ``p`` sweeps: ``max(2p, 512 - 2p)``.  Fewest flops
+    would be ``2p`` (the reference executor's choice), but for small ``p`` that makes
+    thousands of small products, each a few launches and host work: windows of at least
+    512 rows keep them few."""
+    return max(2 * p, 512 - 2 * p)
+
+
 def wave_rows(op: Sweeps):
     """The schedule of ``op`` wave by wave: :func:`wave_groups` with groups of one."""
     return wave_groups(op, 1)
@@ -377,7 +385,7 @@ class GpuExecutor(Executor):
 
         l0, l1 = op.lines
         p = l1 - l0
-        nbw = self.wave_block or max(2 * p, 512 - 2 * p)   # windows of at least 512 rows
+        nbw = self.wave_block or wave_block(p)
         B, nwaves, lo_g, hi_g = wave_groups(op, nbw)
         if nwaves == 0:
             return
