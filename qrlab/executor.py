@@ -99,7 +99,12 @@ class Executor:
         if c2 < R.shape[1]:
             R[rows, c2:] = apply_wy_left(V, T, R[rows, c2:])
         if Q is not None:
-            Q[:, rows] = apply_wy_right(Q[:, rows], V, T)
+            self.reflect_q(Q, rows, V, T)
+
+    @staticmethod
+    def reflect_q(Q, rows, V, T):
+        """``Q[:, rows] = Q[:, rows] (I - V T V^H)``: a panel's reflectors on Q."""
+        Q[:, rows] = apply_wy_right(Q[:, rows], V, T)
 
     @staticmethod
     def panel_rows(op: Reflect, M):

@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from .executor import Executor
-from .householder import apply_wy_right, wy_factor
+from .householder import wy_factor
 from .stages import Reflect, Sweeps
 
 __all__ = ["GpuExecutor", "kernels"]
@@ -74,6 +74,36 @@ def cooperative_kernels():
 def _sm_count():
     import cupy as cp
     return cp.cuda.Device().attributes["MultiProcessorCount"]
+
+
+def gemm(A, B, C, alpha=1.0, beta=0.0):
+    """``C = alpha A B + beta C`` in place by cuBLAS, for views of row-major matrices (or
+    their transposes) as they are: no copies of strided operands, no temporary for
+    ``C``.  A row-major ``X`` is the column-major ``X^T``, so cuBLAS computes
+    ``C^T = B^T A^T``."""
+    import cupy as cp
+    from cupy.cuda import cublas
+    size = C.dtype.itemsize
+    if C.strides[1] != size or not (A.dtype == B.dtype == C.dtype and size in (4, 8)):
+        raise ValueError("gemm: C needs contiguous rows, and one real dtype for all")
+
+    def layout(X):                           # (operation, leading dimension) for cuBLAS
+        if X.strides[1] == size and X.strides[0] >= max(1, X.shape[1]) * size:
+            return cublas.CUBLAS_OP_N, X.strides[0] // size
+        if X.strides[0] == size and X.strides[1] >= max(1, X.shape[0]) * size:
+            return cublas.CUBLAS_OP_T, X.strides[1] // size
+        raise ValueError("gemm: operands need contiguous rows or columns")
+    (op_a, ld_a), (op_b, ld_b) = layout(A), layout(B)
+    (m, k), n = A.shape, B.shape[1]
+    scalars = np.array([alpha, beta], dtype=C.dtype)
+    handle = cp.cuda.device.get_cublas_handle()
+    cublas.setStream(handle, cp.cuda.get_current_stream().ptr)
+    cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
+    fn = cublas.sgemm if size == 4 else cublas.dgemm
+    fn(handle, op_b, op_a, n, m, k,
+       scalars.ctypes.data, B.data.ptr, ld_b, A.data.ptr, ld_a,
+       scalars.ctypes.data + size, C.data.ptr, C.strides[0] // size)
+    return C
 
 
 def _reflect_smem(h, w, size):
@@ -260,8 +290,18 @@ class GpuExecutor(Executor):
         self.launch_reflect(R, a0, a1 - a0, R, b0, b1 - b0, 1, False, op.cols[0], w,
                             R.shape[1], V, tau)     # (one span of columns: zero_to unused)
         if Q is not None:
-            rows = self.panel_rows(op, Q)
-            Q[:, rows] = apply_wy_right(Q[:, rows], V, wy_factor(V, tau))
+            self.reflect_q(Q, self.panel_rows(op, Q), V, wy_factor(V, tau))
+
+    def reflect_q(self, Q, rows, V, T):
+        """``Q[:, rows] = Q[:, rows] (I - V T V^H)`` by two cuBLAS products on Q's own
+        columns (``Q[:, rows] -= ((Q[:, rows] V) T) V^H``), where they are one span and
+        the dtype real: no copy of them in or out."""
+        if not isinstance(rows, slice) or Q.dtype.kind != "f" or Q.strides[1] != Q.itemsize:
+            return super().reflect_q(Q, rows, V, T)
+        import cupy as cp
+        Qr = Q[:, rows]
+        X = gemm(Qr, V, cp.empty((Qr.shape[0], V.shape[1]), dtype=Q.dtype)) @ T
+        gemm(X, V.T, Qr, alpha=-1.0, beta=1.0)
 
     @staticmethod
     def fusable(dtype, h, w):
@@ -442,14 +482,23 @@ class GpuExecutor(Executor):
 
         # 3. matrix products, group after group (their row windows overlap); rows lo.. of
         # R are zero left of column lo - p (Sweeps), so the product starts there
+        # (cuBLAS on the views themselves: each product reads its rows of R or columns of
+        # Q once, into a buffer, which is then copied back)
         a0, a1 = op.apply_cols
         a1 = R.shape[1] if a1 is None else a1
+        rows_r = R.strides[1] == dt.itemsize          # rows contiguous: cuBLAS takes them
+        rows_q = Q is not None and Q.strides[1] == dt.itemsize
+        buf_r = cp.empty((w, max(a1 - a0, 0)), dtype=dt)
+        buf_q = None if Q is None else cp.empty((Q[q_rows].shape[0], w), dtype=dt)
         for g, (lo, hi) in enumerate(zip(lo_g.tolist(), hi_g.tolist())):
             if empty[g]:
                 continue
             Gg = G[g, : hi - lo, : hi - lo]
             c0 = max(a0, lo - p)
             if a1 > c0:
-                R[lo:hi, c0:a1] = Gg @ R[lo:hi, c0:a1]
+                Rg = R[lo:hi, c0:a1]
+                Rg[...] = (gemm(Gg, Rg, buf_r[: hi - lo, : a1 - c0]) if rows_r
+                           else Gg @ Rg)
             if Q is not None:
-                Q[q_rows, lo:hi] = Q[q_rows, lo:hi] @ Gg.T
+                Qg = Q[q_rows, lo:hi]
+                Qg[...] = gemm(Qg, Gg.T, buf_q[:, : hi - lo]) if rows_q else Qg @ Gg.T

@@ -651,6 +651,36 @@ def test_triangle_update_on_views(dtype, one_launch, monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gemm_on_views(dtype):
+    """cuBLAS on views as they are: a block of a larger matrix, a transpose, C updated
+    in place with beta; the rest of C untouched; operands it cannot take refused."""
+    import cupy as cp
+
+    from qrlab.gpu import gemm
+    rng = np.random.default_rng(5)
+    big = cp.asarray(rng.standard_normal((40, 50)), dtype=dtype)
+    A = big[3:20, 5:17]                                              # 17 x 12
+    B = cp.asarray(rng.standard_normal((9, 12)), dtype=dtype).T      # 12 x 9, transposed
+    C0 = cp.asarray(rng.standard_normal((30, 30)), dtype=dtype)
+    C = C0.copy()
+    want = 2.0 * A.get().astype(np.float64) @ B.get() - 0.5 * C0[2:19, 4:13].get()
+    gemm(A, B, C[2:19, 4:13], alpha=2.0, beta=-0.5)
+    np.testing.assert_allclose(C[2:19, 4:13].get(), want, rtol=0,
+                               atol=50 * np.finfo(dtype).eps * np.abs(want).max())
+    outside = np.ones((30, 30), bool)
+    outside[2:19, 4:13] = False
+    assert np.array_equal(C.get()[outside], C0.get()[outside])
+    np.testing.assert_allclose(gemm(B.T, A.T, cp.empty((9, 17), dtype=dtype)).get(),
+                               (A @ B).T.get(), rtol=0, atol=1e-3 * np.abs(want).max())
+    with pytest.raises(ValueError, match="contiguous rows"):
+        gemm(A, B, cp.asfortranarray(cp.empty((17, 9), dtype=dtype)))
+    with pytest.raises(ValueError, match="rows or columns"):
+        gemm(big[::2, ::2][:5, :12], B, cp.empty((5, 9), dtype=dtype))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("m, n, p, k", [(300, 200, 1, 0), (300, 200, 60, 0), (400, 250, 150, 100),
                                         (600, 400, 200, 7), (260, 250, 200, 250),
                                         (700, 400, 200, 380), (900, 800, 600, 5)])
