@@ -25,9 +25,10 @@ whatever ``m``:
    lines before it, which the blocks before it publish as they go: all blocks run at
    once, each a few waves behind the one before, with one block barrier per wave;
 2. ``accumulate_groups`` (``qrlab/kernels/sweeps.cu``, one thread block per group of waves
-   and 32 columns): the rotations of each group of about ``2p`` waves multiplied into a
-   small orthogonal matrix ``G``;
-3. per group, ``R[rows] = G R[rows]`` and ``Q[:, rows] = Q[:, rows] G^H`` by cuBLAS.
+   and 32 columns of ``G``, in shared memory): the rotations of each group of
+   :func:`wave_block` waves multiplied into a small orthogonal matrix ``G``;
+3. per group, ``R[rows] = G R[rows]`` and ``Q[:, rows] = Q[:, rows] G^H`` by cuBLAS
+   (:func:`gemm`, on the views themselves).
 
 The kernels are compiled once by CuPy's ``RawModule``.  Complex input and
 ``method='paper'`` (one wave at a time, the papers' scheme) use the reference executor on

@@ -2,10 +2,10 @@
 // multiplied into one small orthogonal matrix.
 //
 // The papers launch two kernels per wave of rotations (makeGivens, applyGivens), so an
-// update costs O(m) launches.  Here one launch (strips.cu) computes every rotation of a
-// block of pipelined sweeps, and a second (below) multiplies the rotations of each group
-// of waves into a small orthogonal matrix, which is then applied to R and Q by matrix
-// products.
+// update costs O(m) launches.  Here one launch (strips.cu; one per 256 sweeps) computes
+// every rotation of a block of pipelined sweeps, and a second (below) multiplies the
+// rotations of each group of waves into a small orthogonal matrix, which is then applied
+// to R and Q by matrix products.
 //
 // Sweep s zeroes driver line s bottom-up; at wave t it rotates rows (i-1, i) with
 // i = B - t + 2 s, when tops[s] < i < bottoms[s].  C, S: nwaves x p, as strips.cu leaves
