@@ -37,10 +37,12 @@ def main(m=12000, n=6000):
     for p in (20, 100, 200):
         op = stages.plan_delete_rows(m, n, p).stages[0].ops[0]
         nwaves = wave_rows(op)[1]
-        ex = GpuExecutor()
-        res = {"whole sweeps op": timed(lambda: ex.sweeps(op, Qf.copy(), R.copy()), 3)}
+        ex, alone = GpuExecutor(), GpuExecutor()
+        alone.overlap_groups = False
+        res = {"whole sweeps op": timed(lambda: ex.sweeps(op, Qf.copy(), R.copy()), 3),
+               "without overlap": timed(lambda: alone.sweeps(op, Qf.copy(), R.copy()), 3)}
         res.update({f"  {name}": t for name, t in
-                    clocked(lambda: ex.sweeps(op, Qf.copy(), R.copy())).items()})
+                    clocked(lambda: alone.sweeps(op, Qf.copy(), R.copy())).items()})
         res["copies of Q and R alone"] = timed(lambda: (Qf.copy(), R.copy()), 3)
         print(f"p={p:4d} waves={nwaves}: " +
               ", ".join(f"{k} {v:.2f} ms" for k, v in res.items()), flush=True)
@@ -77,7 +79,9 @@ class KernelClock:
 
 
 def clocked(fn):
-    """Run ``fn`` once with every kernel launch timed: {kernel: ms}."""
+    """Run ``fn`` once with every kernel launch timed: {kernel: ms}.  Each launch is timed
+    alone (a synchronization after it), so run it with ``overlap_groups = False``: beside
+    the rotation kernel, the groups' kernels would only be timed waiting for it."""
     clock = KernelClock({"kernels": gpu.kernels(), "cooperative": gpu.cooperative_kernels()})
     saved = gpu.kernels, gpu.cooperative_kernels
     gpu.kernels = lambda: clock.of("kernels")
@@ -116,8 +120,11 @@ def insert_cols(cases=((4000, 3000, 200, 0), (12000, 3000, 200, 0), (5000, 3000,
                 B, nwaves, _, _ = wave_rows(op)
                 res[f"Sweeps ({nwaves} waves)"] = timed(
                     lambda: ex.sweeps(op, Qc.copy(), Rc.copy()), 3)
+                alone = GpuExecutor()
+                alone.overlap_groups = False
+                res["  without overlap"] = timed(lambda: alone.sweeps(op, Qc.copy(), Rc.copy()), 3)
                 res.update({f"  {name}": t for name, t in
-                            clocked(lambda: ex.sweeps(op, Qc.copy(), Rc.copy())).items()})
+                            clocked(lambda: alone.sweeps(op, Qc.copy(), Rc.copy())).items()})
                 res["copies of Q and R alone"] = timed(lambda: (Qc.copy(), Rc.copy()), 3)
         print(f"insert_cols m={m} n={n} p={p} k={k}: " +
               ", ".join(f"{a} {v:.2f} ms" for a, v in res.items()), flush=True)

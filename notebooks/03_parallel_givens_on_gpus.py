@@ -113,14 +113,16 @@ assert len(op.waves()) == m + p - 2
 # * **the papers' scheme**: two launches per wave (`makeGivens`, `applyGivens`): $2W$;
 # * **qrlab's fused scheme**: one launch computes all rotations on the driver lines (one
 #   thread block per strip of 32 lines, all at once, each a few waves behind the one
-#   before; one launch per 256 sweeps), one launch multiplies the rotations of every group
-#   of $w_b = \max(2p, 512 - 2p)$ waves into an orthogonal matrix $G_g$ (thread blocks per
-#   group), and each group applies $G_g$ by two matrix products, $R \leftarrow G_g R$ and
-#   $Q \leftarrow Q G_g^T$ on its window of rows/columns: $2 + 2\lceil W / w_b \rceil$
-#   kernels that compute for $p \le 256$.  (Each product's result is copied into place, one
-#   more launch per product, and a fixed handful of small set-ups comes on top, the same
-#   for every $m$.)  The reference executor groups $\max(32, 2p)$ waves, the fewest flops;
-#   on a GPU, windows of at least 512 rows keep the products few.
+#   before; one launch per 256 sweeps), and each group of $w_b = \max(2p, 512 - 2p)$ waves
+#   multiplies its rotations into an orthogonal matrix $G_g$ (one launch) and applies it
+#   by two matrix products, $R \leftarrow G_g R$ and $Q \leftarrow Q G_g^T$ on its window
+#   of rows/columns: $1 + 3\lceil W / w_b \rceil$ kernels that compute for $p \le 256$,
+#   the groups running beside the rotation kernel, on the SMs it leaves free, as soon as
+#   their waves are done.  (Each product's result is copied into place, one more launch
+#   per product, a small kernel waits for each group's waves, and a fixed handful of
+#   small set-ups comes on top, the same for every $m$.)  The reference executor groups
+#   $\max(32, 2p)$ waves, the fewest flops; on a GPU, windows of at least 512 rows keep
+#   the products few.
 #
 # Removing $p$ rows of an $m \times n$ factorization has $W = m + p - 2$ waves (above).
 # The number of waves below comes from two places that must agree: the reference
@@ -139,7 +141,7 @@ def launches(op, p):
     waves = int(busy.sum())
     nbw = wave_block(p)
     groups = sum(bool(busy[t:t + nbw].any()) for t in range(0, steps, nbw))
-    return waves, 2 * waves, groups, 2 + 2 * groups
+    return waves, 2 * waves, groups, 1 + 3 * groups
 
 
 print(f"{'m':>6} {'p':>4} {'waves':>6} {'papers':>7} {'groups':>7} {'qrlab':>6} {'ratio':>6}")
@@ -148,7 +150,7 @@ for p in (20, 100):
         op = sweeps_of(stages.plan_delete_rows(m, 6000, p))
         waves, paper_l, groups, ours = launches(op, p)
         assert waves == m + p - 2
-        assert paper_l == 2 * waves and ours == 2 + 2 * math.ceil(waves / wave_block(p))
+        assert paper_l == 2 * waves and ours == 1 + 3 * math.ceil(waves / wave_block(p))
         print(f"{m:6d} {p:4d} {waves:6d} {paper_l:7d} {groups:7d} {ours:6d} "
               f"{paper_l / ours:6.1f}")
 small = sweeps_of(stages.plan_delete_rows(200, 6, 4))
@@ -337,6 +339,7 @@ plt.show()
 #   $m + p - 2$ for removing $p$ rows.
 # * The papers launch two kernels per wave: $O(m)$ launches, each doing at most $p$
 #   rotations.  qrlab computes the rotations in one launch and applies them group by
-#   group as matrix products: $2 + 2\lceil W / \max(32, 2p) \rceil$ launches.
+#   group as matrix products: $1 + 3\lceil W / \max(2p, 512 - 2p) \rceil$ launches.
 # * The launches alone are a small part of the papers' times; the larger part is moving
-#   $Q$ and $R$ through memory once per wave, which grouping cuts by a factor of about $p$.
+#   $Q$ and $R$ through memory once per wave, which grouping cuts by a factor of $p$ or
+#   more.

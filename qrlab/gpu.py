@@ -77,6 +77,14 @@ def _sm_count():
     return cp.cuda.Device().attributes["MultiProcessorCount"]
 
 
+@functools.lru_cache(maxsize=None)
+def _side_streams():
+    """Five streams for work that runs beside a kernel using few SMs (made once and kept:
+    the memory pool keeps freed blocks per stream)."""
+    import cupy as cp
+    return tuple(cp.cuda.Stream(non_blocking=True) for _ in range(5))
+
+
 def gemm(A, B, C, alpha=1.0, beta=0.0):
     """``C = alpha A B + beta C`` in place by cuBLAS, for views of row-major matrices (or
     their transposes) as they are: no copies of strided operands, no temporary for
@@ -98,12 +106,16 @@ def gemm(A, B, C, alpha=1.0, beta=0.0):
     (m, k), n = A.shape, B.shape[1]
     scalars = np.array([alpha, beta], dtype=C.dtype)
     handle = cp.cuda.device.get_cublas_handle()
+    stream, mode = cublas.getStream(handle), cublas.getPointerMode(handle)
     cublas.setStream(handle, cp.cuda.get_current_stream().ptr)
     cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
-    fn = cublas.sgemm if size == 4 else cublas.dgemm
-    fn(handle, op_b, op_a, n, m, k,
-       scalars.ctypes.data, B.data.ptr, ld_b, A.data.ptr, ld_a,
-       scalars.ctypes.data + size, C.data.ptr, C.strides[0] // size)
+    try:
+        (cublas.sgemm if size == 4 else cublas.dgemm)(
+            handle, op_b, op_a, n, m, k, scalars.ctypes.data, B.data.ptr, ld_b, A.data.ptr,
+            ld_a, scalars.ctypes.data + size, C.data.ptr, C.strides[0] // size)
+    finally:                                 # the handle as it was, for CuPy's own calls
+        cublas.setStream(handle, stream)
+        cublas.setPointerMode(handle, mode)
     return C
 
 
@@ -193,6 +205,9 @@ class GpuExecutor(Executor):
     one_launch = True
     #: sweeps per launch of the rotation kernel (at most 256, what its registers hold)
     sweeps_per_launch = 256
+    #: run the groups of rotations (G, products) beside the rotation kernel, on a second
+    #: stream, when it is one launch
+    overlap_groups = True
 
     def panel_width(self, p, dtype):
         """Columns per Householder panel for a block of ``p``: the widest of 32, 16, 8 whose
@@ -436,34 +451,7 @@ class GpuExecutor(Executor):
         tops = cp.asarray(op.tops, dtype=cp.int32)
         bottoms = cp.asarray(op.bottoms, dtype=cp.int32)
 
-        # 1. all rotations, computed on the driver lines: one block per strip of 32 lines,
-        # 256 sweeps per launch (the later ones see the earlier only through D)
-        D = self.take_driver(op, Q, R)
-        C = cp.empty((nwaves, p), dtype=dt)
-        S = cp.empty((nwaves, p), dtype=dt)
-        fn = cooperative_kernels().get_function(f"sweep_strips_{suffix}")
-        fn.max_dynamic_shared_size_bytes = _strip_smem(dt.itemsize)
-        s_all = np.arange(p)
-        t_first = B - np.asarray(op.bottoms) + 2 * s_all + 1
-        t_last = B - np.asarray(op.tops) + 2 * s_all - 1
-        for s_lo in range(0, p, self.sweeps_per_launch):
-            s_hi = min(p, s_lo + self.sweeps_per_launch)
-            busy = t_first[s_lo:s_hi] <= t_last[s_lo:s_hi]
-            if not busy.any():
-                continue
-            t_begin = int(t_first[s_lo:s_hi][busy].min())
-            t_end = int(t_last[s_lo:s_hi][busy].max()) + 1
-            nstrips = -(-(p - s_lo) // 32)
-            progress = cp.zeros(nstrips, dtype=cp.int32)
-            per = _sm_count()                  # one block per SM; more strips: more launches
-            for first in range(0, nstrips, per):
-                fn((min(per, nstrips - first),), (1024,),
-                   (D, np.int32(p), tops, bottoms, np.int32(B), np.int32(s_lo), np.int32(s_hi),
-                    np.int32(t_begin), np.int32(t_end), C, S, progress, np.int32(first)),
-                   shared_mem=_strip_smem(dt.itemsize))
-        q_rows = self.put_driver(op, Q, R, D)
-
-        # 2. rotations of each group of waves multiplied into G
+        # 2. and 3. need: G, the buffers and the schedule on the device, made first
         empty = hi_g < 0
         lo_g[empty], hi_g[empty] = 0, 1
         w = int((hi_g - lo_g).max())
@@ -474,32 +462,90 @@ class GpuExecutor(Executor):
         else:
             G, smem = cp.zeros((len(lo_g), w, w), dtype=dt), 0
             G[:, cp.arange(w), cp.arange(w)] = 1
-        fn = mod.get_function(f"accumulate_groups_{suffix}")
-        fn.max_dynamic_shared_size_bytes = smem
-        fn((len(lo_g), (w + 31) // 32), (512,),
-           (G, np.int32(w), C, S, np.int32(p), tops, bottoms, np.int32(B), np.int32(nwaves),
-            np.int32(nbw), cp.asarray(lo_g, dtype=cp.int32), np.int32(in_smem)),
-           shared_mem=smem)
-
-        # 3. matrix products, group after group (their row windows overlap); rows lo.. of
-        # R are zero left of column lo - p (Sweeps), so the product starts there
-        # (cuBLAS on the views themselves: each product reads its rows of R or columns of
-        # Q once, into a buffer, which is then copied back)
+        acc = mod.get_function(f"accumulate_groups_{suffix}")
+        acc.max_dynamic_shared_size_bytes = smem
+        wait = mod.get_function("wait_for_waves")
+        lo_dev = cp.asarray(lo_g, dtype=cp.int32)
         a0, a1 = op.apply_cols
         a1 = R.shape[1] if a1 is None else a1
         rows_r = R.strides[1] == dt.itemsize          # rows contiguous: cuBLAS takes them
         rows_q = Q is not None and Q.strides[1] == dt.itemsize
         buf_r = cp.empty((w, max(a1 - a0, 0)), dtype=dt)
-        buf_q = None if Q is None else cp.empty((Q[q_rows].shape[0], w), dtype=dt)
+        buf_q = None if Q is None else cp.empty((Q.shape[0], w), dtype=dt)
+        # 1. all rotations, computed on the driver lines: one block per strip of 32 lines,
+        # 256 sweeps per launch (the later ones see the earlier only through D)
+        D = self.take_driver(op, Q, R)
+        C = cp.empty((nwaves, p), dtype=dt)
+        S = cp.empty((nwaves, p), dtype=dt)
+        fn = cooperative_kernels().get_function(f"sweep_strips_{suffix}")
+        fn.max_dynamic_shared_size_bytes = _strip_smem(dt.itemsize)
+        s_all = np.arange(p)
+        t_first = B - np.asarray(op.bottoms) + 2 * s_all + 1
+        t_last = B - np.asarray(op.tops) + 2 * s_all - 1
+        passes = []                            # (s_lo, s_hi, t_begin, t_end, progress)
+        for s_lo in range(0, p, self.sweeps_per_launch):
+            s_hi = min(p, s_lo + self.sweeps_per_launch)
+            busy = t_first[s_lo:s_hi] <= t_last[s_lo:s_hi]
+            if busy.any():
+                passes.append((s_lo, s_hi, int(t_first[s_lo:s_hi][busy].min()),
+                               int(t_last[s_lo:s_hi][busy].max()) + 1,
+                               cp.zeros(-(-(p - s_lo) // 32), dtype=cp.int32)))
+        ready = cp.cuda.get_current_stream().record()   # all that comes before
+        per = _sm_count()                      # one block per SM; more strips: more launches
+        launches = 0
+        for s_lo, s_hi, t_begin, t_end, progress in passes:
+            for first in range(0, len(progress), per):
+                fn((min(per, len(progress) - first),), (1024,),
+                   (D, np.int32(p), tops, bottoms, np.int32(B), np.int32(s_lo), np.int32(s_hi),
+                    np.int32(t_begin), np.int32(t_end), C, S, progress, np.int32(first)),
+                   shared_mem=_strip_smem(dt.itemsize))
+                launches += 1
+        q_rows = self.put_driver(op, Q, R, D)
+
+        # 2. and 3., group by group: the rotations of each group of waves multiplied into
+        # G, then R[rows] = G R[rows] and Q[:, rows] = Q[:, rows] G^T by cuBLAS on the
+        # views themselves (each product reads its rows of R or columns of Q once, into a
+        # buffer, which is then copied back), one group after the other (their row windows
+        # overlap).  Rows lo.. of R are zero left of column lo - p (Sweeps), so the product
+        # starts there.  The rotation kernel uses one SM per strip: when it is one launch,
+        # this runs beside it on other streams, each group as soon as the last strip has
+        # published its waves (wait_for_waves), on the SMs it leaves free; a group's G
+        # takes longer than its waves do, so four streams take turns at them.
+        main = cp.cuda.get_current_stream()
+        beside = launches == 1 and self.overlap_groups
+        if beside:
+            products, *acc_streams = _side_streams()
+            for stream in (products, *acc_streams):
+                stream.wait_event(ready)
+        else:                                  # every G in one launch, then the products
+            products = main
+            acc((len(lo_g), (w + 31) // 32), (512,),
+                (G, np.int32(w), C, S, np.int32(p), tops, bottoms, np.int32(B),
+                 np.int32(nwaves), np.int32(nbw), lo_dev, np.int32(in_smem), np.int32(0)),
+                shared_mem=smem)
         for g, (lo, hi) in enumerate(zip(lo_g.tolist(), hi_g.tolist())):
             if empty[g]:
                 continue
-            Gg = G[g, : hi - lo, : hi - lo]
-            c0 = max(a0, lo - p)
-            if a1 > c0:
-                Rg = R[lo:hi, c0:a1]
-                Rg[...] = (gemm(Gg, Rg, buf_r[: hi - lo, : a1 - c0]) if rows_r
-                           else Gg @ Rg)
-            if Q is not None:
-                Qg = Q[q_rows, lo:hi]
-                Qg[...] = gemm(Qg, Gg.T, buf_q[:, : hi - lo]) if rows_q else Qg @ Gg.T
+            if beside:
+                stream = acc_streams[g % len(acc_streams)]
+                with stream:                   # the last strip past the group's waves
+                    need = np.int32(min(nwaves, (g + 1) * nbw))
+                    wait((1,), (32,), (passes[0][4][-1:], need))
+                    acc((1, (w + 31) // 32), (512,),
+                        (G, np.int32(w), C, S, np.int32(p), tops, bottoms, np.int32(B),
+                         np.int32(nwaves), np.int32(nbw), lo_dev, np.int32(in_smem),
+                         np.int32(g)), shared_mem=smem)
+                products.wait_event(stream.record())
+            with products:
+                Gg = G[g, : hi - lo, : hi - lo]
+                c0 = max(a0, lo - p)
+                if a1 > c0:
+                    Rg = R[lo:hi, c0:a1]
+                    Rg[...] = (gemm(Gg, Rg, buf_r[: hi - lo, : a1 - c0]) if rows_r
+                               else Gg @ Rg)
+                if Q is not None:
+                    Qg = Q[q_rows, lo:hi]
+                    Qg[...] = (gemm(Qg, Gg.T, buf_q[: Qg.shape[0], : hi - lo]) if rows_q
+                               else Qg @ Gg.T)
+        if beside:
+            main.wait_event(products.record())

@@ -686,9 +686,10 @@ def test_gemm_on_views(dtype):
                                         (700, 400, 200, 380), (900, 800, 600, 5)])
 def test_cupy_sweep_strips(m, n, p, k, dtype, monkeypatch):
     """Adding columns: the rotation kernel (strips of 32 lines, 256 sweeps per launch:
-    p = 600 takes three) against itself with 40 sweeps per launch and with two blocks
-    per launch (a chain of launches), NumPy and recomputation; and, for k = 380, the
-    Householder route of p >= 4 (n - k)."""
+    p = 600 takes three) against itself with 40 sweeps per launch, with two blocks per
+    launch (a chain of launches) and with its groups of rotations run after it instead of
+    beside it, NumPy and recomputation; and, for k = 380, the Householder route of
+    p >= 4 (n - k)."""
     import cupy as cp
 
     from qrlab import gpu
@@ -699,16 +700,20 @@ def test_cupy_sweep_strips(m, n, p, k, dtype, monkeypatch):
     Q, R = factor(A, "full")
     A1 = np.insert(A, [k] * p, U, axis=1)
     results = []
-    for per_launch, sms in ((256, None), (40, None), (256, 2)):
+    for per_launch, sms, overlap in ((256, None, True), (256, None, False), (40, None, True),
+                                     (256, 2, True)):
         monkeypatch.setattr(GpuExecutor, "sweeps_per_launch", per_launch)
+        monkeypatch.setattr(GpuExecutor, "overlap_groups", overlap)
         if sms:
             monkeypatch.setattr(gpu, "_sm_count", lambda: sms)
         Qg, Rg = qr_insert(cp.asarray(Q), cp.asarray(R), cp.asarray(U), k, "col")
         check_factors(Qg.get(), Rg.get(), A1, "full")
         results.append(Rg.get())
+    # the groups beside the rotation kernel or after it: the same operations, the same bits
+    np.testing.assert_array_equal(results[1], results[0])
     atol = tol(dtype, m, n + p) * np.abs(results[0]).max()
-    np.testing.assert_allclose(results[1], results[0], rtol=0, atol=atol)
     np.testing.assert_allclose(results[2], results[0], rtol=0, atol=atol)
+    np.testing.assert_allclose(results[3], results[0], rtol=0, atol=atol)
     Rn = qr_insert(Q, R, U, k, "col")[1]
     np.testing.assert_allclose(abs(results[0]), abs(Rn), rtol=0, atol=atol)
 

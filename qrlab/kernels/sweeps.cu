@@ -12,7 +12,7 @@
 // them (only the slots of rotations that run are written).
 
 // Multiply the rotations of wave group g into G[g] (w x w, row-major), starting from I.
-// grid = (groups, ceil(w / 32)), 512 threads: a block owns 32 columns of G[g], one lane
+// grid = (groups g0 .., ceil(w / 32)), 512 threads: a block owns 32 columns of G[g], one lane
 // per column, and a warp takes a rotation of a wave (their row pairs are disjoint, so
 // four go out together).  The columns stay in shared memory (w x 32 values) when
 // in_smem, else they are updated in G, which must then hold I.
@@ -20,11 +20,11 @@
 template <typename T>
 __device__ void accumulate_groups(T* G, int w, const T* C, const T* S, int p,
                                   const int* tops, const int* bottoms, int B, int nwaves,
-                                  int waves_per_group, const int* lo, int in_smem)
+                                  int waves_per_group, const int* lo, int in_smem, int g0)
 {
     constexpr int U = 4;
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    const int g = blockIdx.x, c0 = blockIdx.y * 32, lane = threadIdx.x & 31;
+    const int g = g0 + blockIdx.x, c0 = blockIdx.y * 32, lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5, nw = ACC_NT / 32, col = c0 + lane;
     T* Gg = G + (size_t)g * w * w;
     T* X = in_smem ? reinterpret_cast<T*>(smem_raw) : Gg + c0;   // the block's columns
@@ -43,8 +43,8 @@ __device__ void accumulate_groups(T* G, int w, const T* C, const T* S, int p,
                 const int s = s0 + u * nw, i = B - t + 2 * s;
                 on[u] = s < p && i > tops[s] && i < bottoms[s];
                 if (on[u]) {
-                    c[u] = C[(size_t)t * p + s];
-                    sn[u] = S[(size_t)t * p + s];
+                    c[u] = __ldcg(C + (size_t)t * p + s);     // (written by another
+                    sn[u] = __ldcg(S + (size_t)t * p + s);    // kernel, perhaps still running)
                     if (mine) {
                         xa[u] = X[(i - 1 - l0) * ld + lane];
                         xb[u] = X[(i - l0) * ld + lane];
@@ -66,15 +66,25 @@ __device__ void accumulate_groups(T* G, int w, const T* C, const T* S, int p,
         for (int r = warp; r < w; r += nw) Gg[(size_t)r * w + col] = X[r * 32 + lane];
 }
 
+// Wait until *progress >= need (the rotation kernel, running on another stream, counts
+// its finished waves there), so that the kernels queued after this one may read them.
+extern "C" __global__ void wait_for_waves(const int* progress, int need)
+{
+    if (threadIdx.x == 0) {
+        while (*(volatile const int*)progress < need) __nanosleep(256);
+        __threadfence();
+    }
+}
+
 extern "C" {
 __global__ void __launch_bounds__(ACC_NT)
 accumulate_groups_f32(float* G, int w, const float* C, const float* S, int p,
                       const int* tops, const int* bottoms, int B, int nwaves, int wpg,
-                      const int* lo, int in_smem)
-{ accumulate_groups<float>(G, w, C, S, p, tops, bottoms, B, nwaves, wpg, lo, in_smem); }
+                      const int* lo, int in_smem, int g0)
+{ accumulate_groups<float>(G, w, C, S, p, tops, bottoms, B, nwaves, wpg, lo, in_smem, g0); }
 __global__ void __launch_bounds__(ACC_NT)
 accumulate_groups_f64(double* G, int w, const double* C, const double* S, int p,
                       const int* tops, const int* bottoms, int B, int nwaves, int wpg,
-                      const int* lo, int in_smem)
-{ accumulate_groups<double>(G, w, C, S, p, tops, bottoms, B, nwaves, wpg, lo, in_smem); }
+                      const int* lo, int in_smem, int g0)
+{ accumulate_groups<double>(G, w, C, S, p, tops, bottoms, B, nwaves, wpg, lo, in_smem, g0); }
 }
