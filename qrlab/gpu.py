@@ -30,6 +30,9 @@ whatever ``m``:
 3. per group, ``R[rows] = G R[rows]`` and ``Q[:, rows] = Q[:, rows] G^H`` by cuBLAS
    (:func:`gemm`, on the views themselves).
 
+Step 1 keeps one SM per strip busy and leaves the others free: steps 2 and 3 run beside
+it on other streams, each group as soon as its waves are done.
+
 The kernels are compiled once by CuPy's ``RawModule``.  Complex input and
 ``method='paper'`` (one wave at a time, the papers' scheme) use the reference executor on
 CuPy arrays.
@@ -472,6 +475,7 @@ class GpuExecutor(Executor):
         rows_q = Q is not None and Q.strides[1] == dt.itemsize
         buf_r = cp.empty((w, max(a1 - a0, 0)), dtype=dt)
         buf_q = None if Q is None else cp.empty((Q.shape[0], w), dtype=dt)
+
         # 1. all rotations, computed on the driver lines: one block per strip of 32 lines,
         # 256 sweeps per launch (the later ones see the earlier only through D)
         D = self.take_driver(op, Q, R)
