@@ -148,8 +148,8 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
     panel is already being factored. A launch takes up to 512 rows of ``W`` (256 in
     float64); larger ``k`` runs as several launches, one after the other, each a rank-k_i
     update (or downdate) of the last one's result. ``R`` is read once and written once per
-    launch; ``W`` is read and written once per panel. A breakdown is recorded on the device and raised at the end
-    (one synchronisation per call).
+    launch; ``W`` is read and written once per panel. A breakdown is recorded on the
+    device and raised at the end (one synchronisation per call).
 
     ``C`` (``b x m``) is the panel's rows of ``R``: each row of ``R`` is read and written
     once in the whole update, while ``W_t`` (``k x m``) is read and written once per panel.
@@ -411,8 +411,8 @@ def _blocked(R, W, s, nb, panel, out, staged):
 def _fused(executor, R, V, s, overwrite):
     """The blocked method in fused kernels (a GPU executor): one launch for the whole
     update (``qrlab/kernels/triangle.cu``, several for k > 512, 256 in float64); see
-    ``GpuExecutor.triangle_update``. R is only read
-    until the whole update has succeeded."""
+    ``GpuExecutor.triangle_update``. R is only read until the whole update has
+    succeeded."""
     xp = array_module(R)
     flip = -xp.sign(xp.diagonal(R))            # negative diagonal in, positive out
     R1 = xp.ascontiguousarray(xp.triu(R) * flip[:, None])

@@ -155,28 +155,34 @@ def _strip_smem(size):
     return (2 * 16 * 256 + 32 * 2 * 32 + 5 * 32) * size
 
 
-def wave_groups(op: Sweeps, nbw: int):
-    """Host-side schedule of ``op`` in groups of ``nbw`` waves: ``B``, the number of
-    waves, and for every group the lowest and highest row its rotations touch (``lo``,
-    ``hi`` exclusive; a group without rotations gets ``lo`` = int64 max, ``hi = -1``).
-
-    Rotation ``i = B - t + 2 s`` of sweep ``s`` runs at wave ``t`` while
-    ``tops[s] < i < bottoms[s]``, so sweep ``s`` is busy for the waves
-    ``B - bottoms[s] + 2 s < t < B - tops[s] + 2 s``: each group's rows follow from the
-    first and last of those waves inside it, in O(groups x p) without a device round
-    trip."""
+def sweep_waves(op: Sweeps):
+    """``B`` and every sweep's first and last wave (arrays; first > last for a sweep
+    without rotations).  Rotation ``i = B - t + 2 s`` of sweep ``s`` runs at wave ``t``
+    while ``tops[s] < i < bottoms[s]``, that is for
+    ``B - bottoms[s] + 2 s < t < B - tops[s] + 2 s``."""
     tops = np.asarray(op.tops, dtype=np.int64)
     bottoms = np.asarray(op.bottoms, dtype=np.int64)
     s = np.arange(len(tops))
     B = int(bottoms.max()) - 1
-    busy = bottoms - 1 > tops
+    return B, B - bottoms + 2 * s + 1, B - tops + 2 * s - 1
+
+
+def wave_groups(op: Sweeps, nbw: int):
+    """Host-side schedule of ``op`` in groups of ``nbw`` waves: ``B``, the number of
+    waves, and for every group the lowest and highest row its rotations touch (``lo``,
+    ``hi`` exclusive; a group without rotations gets ``lo`` = int64 max, ``hi = -1``).
+    Each group's rows follow from the first and last wave of each sweep inside it
+    (:func:`sweep_waves`), in O(groups x p) without a device round trip."""
+    B, first, last = sweep_waves(op)
+    s = np.arange(len(first))
+    busy = first <= last
     big = np.iinfo(np.int64).max
     if not busy.any():
         return B, 0, np.array([big]), np.array([-1])
-    nwaves = int((B - (tops[busy] + 1) + 2 * s[busy]).max()) + 1
+    nwaves = int(last[busy].max()) + 1
     t0 = np.arange(0, nwaves, nbw)[:, None]
-    t_first = np.maximum(t0, B - bottoms + 2 * s + 1)          # groups x sweeps
-    t_last = np.minimum(np.minimum(t0 + nbw, nwaves) - 1, B - tops + 2 * s - 1)
+    t_first = np.maximum(t0, first)                            # groups x sweeps
+    t_last = np.minimum(np.minimum(t0 + nbw, nwaves) - 1, last)
     active = t_first <= t_last
     lo = np.where(active, B - t_last + 2 * s - 1, big).min(axis=1)
     hi = np.where(active, B - t_first + 2 * s + 1, -1).max(axis=1)
@@ -208,8 +214,8 @@ class GpuExecutor(Executor):
     one_launch = True
     #: sweeps per launch of the rotation kernel (at most 256, what its registers hold)
     sweeps_per_launch = 256
-    #: run the groups of rotations (G, products) beside the rotation kernel, on a second
-    #: stream, when it is one launch
+    #: run the groups of rotations (G, products) beside the rotation kernel, on other
+    #: streams, when it is one launch
     overlap_groups = True
 
     def panel_width(self, p, dtype):
@@ -483,9 +489,7 @@ class GpuExecutor(Executor):
         S = cp.empty((nwaves, p), dtype=dt)
         fn = cooperative_kernels().get_function(f"sweep_strips_{suffix}")
         fn.max_dynamic_shared_size_bytes = _strip_smem(dt.itemsize)
-        s_all = np.arange(p)
-        t_first = B - np.asarray(op.bottoms) + 2 * s_all + 1
-        t_last = B - np.asarray(op.tops) + 2 * s_all - 1
+        _, t_first, t_last = sweep_waves(op)
         passes = []                            # (s_lo, s_hi, t_begin, t_end, progress)
         for s_lo in range(0, p, self.sweeps_per_launch):
             s_hi = min(p, s_lo + self.sweeps_per_launch)
@@ -515,6 +519,12 @@ class GpuExecutor(Executor):
         # this runs beside it on other streams, each group as soon as the last strip has
         # published its waves (wait_for_waves), on the SMs it leaves free; a group's G
         # takes longer than its waves do, so four streams take turns at them.
+        def accumulate(g0, count):             # G of the groups g0 .. g0 + count - 1
+            acc((count, (w + 31) // 32), (512,),
+                (G, np.int32(w), C, S, np.int32(p), tops, bottoms, np.int32(B),
+                 np.int32(nwaves), np.int32(nbw), lo_dev, np.int32(in_smem), np.int32(g0)),
+                shared_mem=smem)
+
         main = cp.cuda.get_current_stream()
         beside = launches == 1 and self.overlap_groups
         if beside:
@@ -523,10 +533,7 @@ class GpuExecutor(Executor):
                 stream.wait_event(ready)
         else:                                  # every G in one launch, then the products
             products = main
-            acc((len(lo_g), (w + 31) // 32), (512,),
-                (G, np.int32(w), C, S, np.int32(p), tops, bottoms, np.int32(B),
-                 np.int32(nwaves), np.int32(nbw), lo_dev, np.int32(in_smem), np.int32(0)),
-                shared_mem=smem)
+            accumulate(0, len(lo_g))
         for g, (lo, hi) in enumerate(zip(lo_g.tolist(), hi_g.tolist())):
             if empty[g]:
                 continue
@@ -535,10 +542,7 @@ class GpuExecutor(Executor):
                 with stream:                   # the last strip past the group's waves
                     need = np.int32(min(nwaves, (g + 1) * nbw))
                     wait((1,), (32,), (passes[0][4][-1:], need))
-                    acc((1, (w + 31) // 32), (512,),
-                        (G, np.int32(w), C, S, np.int32(p), tops, bottoms, np.int32(B),
-                         np.int32(nwaves), np.int32(nbw), lo_dev, np.int32(in_smem),
-                         np.int32(g)), shared_mem=smem)
+                    accumulate(g, 1)
                 products.wait_event(stream.record())
             with products:
                 Gg = G[g, : hi - lo, : hi - lo]

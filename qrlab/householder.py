@@ -11,7 +11,6 @@ CuPy).
 """
 from __future__ import annotations
 
-
 from .backend import array_module
 
 __all__ = ["house", "panel_qr", "wy_factor", "apply_wy_left", "apply_wy_right"]

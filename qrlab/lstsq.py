@@ -6,7 +6,6 @@ update as one more column of R, so it costs one column of work.
 """
 from __future__ import annotations
 
-
 from . import updates
 from .backend import array_module, executor_for, solve_triangular
 

@@ -46,8 +46,9 @@
 #define STRIP_NT 1024
 
 // The rotation that zeroes b against a (c = |a| / r, s = sign(a) b / r, r = hypot(a, b)),
-// or the identity where `on` is false or a = b = 0, without branches.  a and b are scaled by 2^-e, m = 2^e 1.f their
-// larger magnitude, so that a^2 + b^2 neither overflows nor underflows.
+// or the identity where `on` is false or a = b = 0, without branches.  a and b are
+// scaled by 2^-e, m = 2^e 1.f their larger magnitude, so that a^2 + b^2 neither
+// overflows nor underflows.
 __device__ __forceinline__ void strip_givens(float a, float b, bool on, float& c, float& s)
 {
     const float m = fmaxf(fabsf(a), fabsf(b));
@@ -108,9 +109,10 @@ __device__ void sweep_strips(T* D, int p, const int* tops, const int* bottoms, i
     const int n_own = (s_hi - s_lo + 31) / 32;       // strips that compute sweeps
     const int s0 = s_lo + warp * Q;                  // this warp's first sweep
     if (warp >= nwa) return;
-    auto row_of = [&](int r) -> T {                  // a value of D; zero off its rows
-        return r >= 0 && r <= B && lane < ncol ? D[(size_t)r * p + c0 + lane] : T(0);
-    };
+    // this lane's value of row r of D, and whether it has one (row and column in D)
+    auto at = [&](int r) { return D + (size_t)r * p + c0 + lane; };
+    auto in_d = [&](int r) { return r >= 0 && r <= B && lane < ncol; };
+    auto row_of = [&](int r) { return in_d(r) ? *at(r) : T(0); };
     // the rows each sweep holds before wave t_begin: its lower row, and its upper row in
     // its inbox (the first sweep of a warp takes it from shared memory)
     T car[Q], inb[Q];
@@ -152,7 +154,7 @@ __device__ void sweep_strips(T* D, int p, const int* tops, const int* bottoms, i
         if (warp == 0) {                             // the row of D for wave t + PREFETCH
             const int tf = t + STRIP_PREFETCH, r = B - tf + 2 * s_lo - 1;
             T* slot = fetch + (tf % SLOTS) * 32 + lane;
-            if (r >= 0 && r <= B && lane < ncol) strip_copy_async(slot, D + (size_t)r * p + c0 + lane);
+            if (in_d(r)) strip_copy_async(slot, at(r));
             else *slot = T(0);
             asm volatile("cp.async.commit_group;" ::: "memory");
         }
@@ -217,7 +219,7 @@ __device__ void sweep_strips(T* D, int p, const int* tops, const int* bottoms, i
                 car[q] = up;
                 if (s + 1 == s_end) {                // out of the strip's last sweep
                     const int r = B - t + 2 * s;
-                    if (r >= 0 && r <= B && lane < ncol) D[(size_t)r * p + c0 + lane] = down;
+                    if (in_d(r)) *at(r) = down;
                 }
                 if (q + 1 < Q) inb[q + 1] = down;
                 else if (warp + 1 < nwa) hand[((warp + 1) * 2 + (t & 1)) * 32 + lane] = down;
@@ -241,10 +243,8 @@ __device__ void sweep_strips(T* D, int p, const int* tops, const int* bottoms, i
 #pragma unroll
     for (int q = 0; q < Q; ++q) {
         const int s = s0 + q, r = B - t_end + 2 * s;
-        if (s < s_end && lane < ncol) {
-            if (r >= 0 && r <= B) D[(size_t)r * p + c0 + lane] = car[q];
-            if (s > s_lo && r - 1 >= 0 && r - 1 <= B) D[(size_t)(r - 1) * p + c0 + lane] = inb[q];
-        }
+        if (s < s_end && in_d(r)) *at(r) = car[q];
+        if (s < s_end && s > s_lo && in_d(r - 1)) *at(r - 1) = inb[q];
     }
 }
 

@@ -9,7 +9,7 @@
 //
 // Sweep s zeroes driver line s bottom-up; at wave t it rotates rows (i-1, i) with
 // i = B - t + 2 s, when tops[s] < i < bottoms[s].  C, S: nwaves x p, as strips.cu leaves
-// them (only the slots of rotations that run are written).
+// them (the slots of rotations that run; the others are never read here).
 
 // Multiply the rotations of wave group g into G[g] (w x w, row-major), starting from I.
 // grid = (groups g0 .., ceil(w / 32)), 512 threads: a block owns 32 columns of G[g], one lane
