@@ -50,11 +50,9 @@ def panel_trace(ex, R1, W):
     tr = trace.get().reshape(npanels, 8)
     t = tr[1:, :5].astype(float) / 1e3
     prev = tr[:-1, 4] / 1e3
-    mhz = cp.cuda.Device().attributes["ClockRate"] / 1e3
     stages = {"wait": t[:, 0] - prev, "load": t[:, 1] - t[:, 0], "update": t[:, 2] - t[:, 1],
               "factor": t[:, 3] - t[:, 2], "publish": t[:, 4] - t[:, 3],
-              "per panel": t[:, 4] - prev, "(dots": tr[1:, 5] / mhz,
-              "scalars": tr[1:, 6] / mhz, "updates)": tr[1:, 7] / mhz}
+              "per panel": t[:, 4] - prev}
     return ", ".join(f"{a} {np.median(v):.1f}" for a, v in stages.items())
 
 

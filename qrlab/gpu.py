@@ -137,9 +137,11 @@ def _triangle_rpw(k, size):
 def _triangle_smem(k, size):
     """Dynamic shared memory of ``triangle_update`` (panels of 32): V_B, L^T, a tile of
     32 + k rows (k padded to the rows per factoring warp), Z (rows of 33), the diagonal
-    block, G, the partial dots and tau."""
+    block, G, the partial dots (two buffers of 32 columns, 20 floats or 18 doubles apart)
+    and tau."""
     kp = -(-k // _triangle_rpw(k, size)) * _triangle_rpw(k, size)
-    return ((k + 32) * 32 + (32 + kp) * 32 + 32 * 33 + 2 * 32 * 32 + 2 * 512 + 32) * size
+    ps = 20 if size == 4 else 18
+    return ((k + 32) * 32 + (32 + kp) * 32 + 32 * 33 + 2 * 32 * 32 + 2 * 32 * ps + 32) * size
 
 
 def _triangle_rows_max(size):

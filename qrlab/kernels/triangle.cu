@@ -210,112 +210,218 @@ __device__ __forceinline__ float tri_rcp(float x)
 }
 __device__ __forceinline__ double tri_rcp(double x) { return __drcp_rn(x); }
 
-template <typename T, int RPW>
-__device__ void tri_factor_columns(T* S, T* D, T* Gt, T* pd, T* tau, int k, int wp, int wt,
-                                   T sgn, int positive, int* first_fail, T* Bc, long ldb,
-                                   long long* cycles)
+template <typename T>
+__device__ __forceinline__ void sts4(T* p, const T v[4])
+{
+    // four consecutive values into shared memory (16-byte aligned)
+    if constexpr (sizeof(T) == 4) {
+        *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+    } else {
+        *reinterpret_cast<double2*>(p) = make_double2(v[0], v[1]);
+        *reinterpret_cast<double2*>(p + 2) = make_double2(v[2], v[3]);
+    }
+}
+
+// the warps' partial dots, transposed: lane c's column of partials has a stride of 20
+// floats (18 doubles), so that each lane reads its own in 16-byte loads without bank
+// conflicts
+#define TRI_PS(T) (sizeof(T) == 4 ? 20 : 18)
+
+__device__ __forceinline__ void tri_count_step(volatile int* done, int steps)
+{
+    // (lane 0, after the warp's stores of the step) a release: the warp building L reads
+    // Gt and tau after seeing the count
+    asm volatile("st.release.cta.shared.s32 [%0], %1;"
+                 :: "r"((unsigned)__cvta_generic_to_shared((void*)done)), "r"(steps) : "memory");
+}
+
+__device__ __forceinline__ int tri_steps_seen(volatile int* done)
+{
+    int v;
+    asm volatile("ld.acquire.cta.shared.s32 %0, [%1];"
+                 : "=r"(v) : "r"((unsigned)__cvta_generic_to_shared((void*)done)) : "memory");
+    return v;
+}
+
+template <typename T>
+__device__ void tri_build_l(const T* Gt, const T* tau, int wp, T* Lout, volatile int* done)
+{
+    // L = (D^{-1} + N)^{-1}: lane b solves for column b, L[i][b] = tau_i (delta_ib -
+    // sum_{b <= q < i} G[q][i] L[q][b]), and writes it as row b of L^T (Lout).  Row i
+    // needs the factor's step i (Gt's row i, tau_i): with done, it waits for the factor
+    // warp 0 to count that step, so that L is ready when the factor ends.
+    const int b = threadIdx.x & 31;
+    T lc[TRI_W];
+#pragma unroll
+    for (int i = 0; i < TRI_W; ++i) {
+        lc[i] = 0;
+        if (i < wp) {
+            if (done)
+                while (tri_steps_seen(done) <= i) {}
+            T s[4] = {i == b ? T(1) : T(0), 0, 0, 0};
+#pragma unroll
+            for (int q0 = 0; q0 < i; q0 += 4) {
+                T g[4];
+                lds4(Gt + i * TRI_W + q0, g);
+#pragma unroll
+                for (int u = 0; u < 4; ++u)
+                    if (q0 + u < i) s[u] -= g[u] * lc[q0 + u];
+            }
+            lc[i] = i < b ? T(0) : tau[i] * ((s[0] + s[1]) + (s[2] + s[3]));
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < TRI_W; i += 4) {
+        if constexpr (sizeof(T) == 4)
+            *reinterpret_cast<float4*>(Lout + b * TRI_W + i) =
+                make_float4(lc[i], lc[i + 1], lc[i + 2], lc[i + 3]);
+        else {
+            *reinterpret_cast<double2*>(Lout + b * TRI_W + i) = make_double2(lc[i], lc[i + 1]);
+            *reinterpret_cast<double2*>(Lout + b * TRI_W + i + 2) =
+                make_double2(lc[i + 2], lc[i + 3]);
+        }
+    }
+}
+
+template <typename T, int RPW, bool ONE>
+__device__ void tri_factor_columns(const T* S, T* D, T* Gt, T* pd, T* cbuf, T* tau, int k,
+                                   int wp, int wt, T sgn, int positive, int* first_fail,
+                                   T* Bc, long ldb, T* Vout, T* Lout, volatile int* done)
 {
     // The reflectors of the panel: lane c holds RPW rows of column c in registers, in
-    // warp (row / RPW); S has the rows up to a multiple of RPW (zeros below k), so the
-    // loops are unrolled without conditions.  Column j reaches the other lanes by
-    // shuffles.  Lanes c < j hold their final columns, so the same dots give the
-    // coupling Gt[j][c] = G[c][j] = sgn v_c . v_j for the compact WY form.  With one
-    // warp, each lane keeps ||x_c||^2 up to date after its update, so that the pivot of
-    // the next step does not wait for the dots (the step's chain: a shuffle, the
-    // scalars, the update).
+    // warp (row / RPW) (ONE: a single warp, k <= RPW); S has the rows up to a multiple of
+    // RPW (zeros below k), so the loops are unrolled without conditions.  Column j
+    // reaches the other lanes by shuffles (RPW = 4) or, for more rows, through the
+    // warp's two slots of cbuf (a store by lane j, then broadcast loads: fewer
+    // instructions than RPW shuffles).  Lanes c < j hold their final columns, so the
+    // same dots give the coupling Gt[j][c] = G[c][j] = sgn v_c . v_j for the compact WY
+    // form.  With one warp, each lane keeps ||x_c||^2 up to date after its update, so
+    // that the pivot of the next step does not wait for the dots.  A step is one chain
+    // (shuffle, scalars, update) that a single warp runs alone, so it has no branches
+    // and no more instructions than it needs: its stores are one predicated store, a
+    // breakdown is kept in a register.  The warp after the factor's (done != null)
+    // builds L alongside; the vectors v_c go to Vout straight from the registers.
     const int tid = threadIdx.x, c = tid & 31, warp = tid >> 5;
     const unsigned full = 0xffffffffu;
-    const int nw = (k + RPW - 1) / RPW;
+    const int nw = ONE ? 1 : (k + RPW - 1) / RPW, nw4 = (nw + 3) & ~3;
+    constexpr int PS = TRI_PS(T);
+    if (warp == nw && done) {
+        tri_build_l(Gt, tau, wp, Lout, done);
+        return;
+    }
     if (warp >= nw) return;
-    T* Sr = S + RPW * warp * TRI_W;
+    const T* Sr = S + RPW * warp * TRI_W;
+    T* cb = cbuf + 2 * RPW * warp;
     T x[RPW];
 #pragma unroll
     for (int i = 0; i < RPW; ++i) x[i] = Sr[i * TRI_W + c];
+    if (!ONE && warp == 0)                    // the partials' padding to a multiple of 4
+        for (int f = nw; f < nw4; ++f) pd[c * PS + f] = pd[TRI_W * PS + c * PS + f] = 0;
     auto sumsq = [&]() {
         T q[4] = {0, 0, 0, 0};
 #pragma unroll
         for (int i = 0; i < RPW; ++i) q[i % 4] += x[i] * x[i];
         return (q[0] + q[1]) + (q[2] + q[3]);
     };
-    T my_sig = nw == 1 ? sumsq() : T(0);
+    T my_sig = ONE ? sumsq() : T(0);
     const T my_alpha = D[c * TRI_W + c];      // R's diagonal: fixed until its own step
     T my_scale = 0, my_beta = 0;
-    long long cyc[3] = {0, 0, 0}, c_prev = cycles ? clock64() : 0;
-    // cycles spent in the dots, the scalars and the updates of every step (profiling)
-    auto mark = [&](int phase) {
-        if (cycles) {
-            const long long c_now = clock64();
-            cyc[phase] += c_now - c_prev;
-            c_prev = c_now;
-        }
-    };
+    T a_next = D[c];                          // row j of D, one step ahead
+    int fail_j = 0x7fffffff;
+    const int gt_at = Gt - D, tau_at = tau - D;
     for (int j = 0; j < wp; ++j) {
+        if (done && warp == 0 && j) {         // step j - 1 counted for the warp building
+            __syncwarp();                     // L (a step late: its stores are done)
+            if (c == 0) tri_count_step(done, j);
+        }
+        const T a_c = a_next;                 // row j + 1 changes only at step j + 1
+        a_next = D[min(j + 1, TRI_W - 1) * TRI_W + c];
         const T alpha = __shfl_sync(full, my_alpha, j);
-        T sig = nw == 1 ? __shfl_sync(full, my_sig, j) : T(0);
-        const T a_c = D[j * TRI_W + c];       // read before warp 0 rewrites row j
+        T sig = ONE ? __shfl_sync(full, my_sig, j) : T(0);
         T xj[RPW], d[4] = {0, 0, 0, 0};
+        if constexpr (RPW >= 16) {
+            T* slot = cb + (j & 1) * RPW;     // two slots: lanes still reading step j - 1's
+            if (c == j)                       // column leave the other one alone
 #pragma unroll
-        for (int i = 0; i < RPW; ++i) {
-            xj[i] = __shfl_sync(full, x[i], j);
-            d[i % 4] += xj[i] * x[i];
+                for (int i = 0; i < RPW; i += 4) sts4(slot + i, x + i);
+            __syncwarp();
+#pragma unroll
+            for (int i = 0; i < RPW; i += 4) lds4(slot + i, xj + i);
+        } else {
+#pragma unroll
+            for (int i = 0; i < RPW; ++i) xj[i] = __shfl_sync(full, x[i], j);
         }
+#pragma unroll
+        for (int i = 0; i < RPW; ++i) d[i % 4] += xj[i] * x[i];
         T dot = (d[0] + d[1]) + (d[2] + d[3]);
-        if (nw > 1) {
-            T* buf = pd + (j & 1) * TRI_NT;   // two buffers: one barrier per step
-            buf[warp * 32 + c] = dot;
+        if constexpr (!ONE) {                 // every warp sums the partials in one order
+            T* buf = pd + (j & 1) * TRI_W * PS;   // two buffers: one barrier per step
+            buf[c * PS + warp] = dot;
             asm volatile("bar.sync 1, %0;" :: "r"(nw * 32));
-            dot = 0;
-#pragma unroll 4
-            for (int f = 0; f < nw; ++f) {
-                dot += buf[f * 32 + c];
-                sig += buf[f * 32 + j];
+            T dv[4] = {0, 0, 0, 0}, sv[4] = {0, 0, 0, 0};
+#pragma unroll
+            for (int f = 0; f < TRI_NT / 32; f += 4) {
+                if (f < nw4) {
+                    T a[4], g[4];
+                    lds4(buf + c * PS + f, a);
+                    lds4(buf + j * PS + f, g);
+#pragma unroll
+                    for (int u = 0; u < 4; ++u) {
+                        dv[u] += a[u];
+                        sv[u] += g[u];
+                    }
+                }
             }
+            dot = (dv[0] + dv[1]) + (dv[2] + dv[3]);
+            sig = (sv[0] + sv[1]) + (sv[2] + sv[3]);
         }
-        mark(0);
         // beta = -sign(alpha) ||[alpha; b_j]||_J, t = (beta - alpha) / beta, scale =
         // 1 / (alpha - beta): no cancellation in either (alpha and beta differ in sign)
         const T sigma = sgn * sig;
         const T pivot = alpha * alpha + sigma;
         const bool ok = pivot > T(0) && isfinite(pivot);
-        const bool build = ok && (sigma != T(0) || positive);
+        const bool wanted = sigma != T(0) || positive;
+        const bool build = ok && wanted;
         const T r = tri_rsqrt(ok ? pivot : T(1));
         const bool flip = alpha >= T(0);
         const T beta = build ? (flip ? -pivot * r : pivot * r) : alpha;
         const T t = build ? fma(-alpha, flip ? -r : r, T(1)) : T(0);
         const T scale = build ? tri_rcp(alpha - beta) : T(0);
-        if (!ok && (sigma != T(0) || positive) && tid == 0 && *first_fail == 0x7fffffff)
-            *first_fail = j;                  // a breakdown: this reflector is skipped
+        fail_j = !ok && wanted ? min(fail_j, j) : fail_j;   // a breakdown: skipped
         // u_j^T J x_c = R[j][c] + sgn scale (b_j . b_c);  x_c -= t (u_j^T J x_c) u_j
         const bool later = c > j && c < wt;
         const T dc = t * fma(sgn * scale, dot, a_c);
         const T f = later ? dc * scale : T(0);
-        mark(1);
 #pragma unroll
         for (int i = 0; i < RPW; ++i) x[i] = fma(-f, xj[i], x[i]);
-        if (nw == 1) my_sig = sumsq();
-        if (warp == 0) {
-            if (later) D[j * TRI_W + c] = a_c - dc;
-            else if (c < j) Gt[j * TRI_W + c] = sgn * my_scale * scale * dot;
-            else if (c == j) tau[j] = t;
+        if (ONE) my_sig = sumsq();
+        if (ONE || warp == 0) {               // row j of D, row j of Gt, or tau_j: one
+            const int at = later ? j * TRI_W + c  // store (offsets from D, no branches)
+                                 : c < j ? gt_at + j * TRI_W + c : tau_at + j;
+            const T val = later ? a_c - dc : c < j ? sgn * my_scale * scale * dot : t;
+            if (later || c <= j) D[at] = val;
         }
-        if (c == j) {
-            my_scale = scale;
-            my_beta = beta;
-        }
-        mark(2);
+        my_scale = c == j ? scale : my_scale;
+        my_beta = c == j ? beta : my_beta;
     }
-    if (cycles && tid == 0)
-        for (int i = 0; i < 3; ++i) cycles[i] = cyc[i];
+    if (done && warp == 0) {
+        __syncwarp();
+        if (c == 0) tri_count_step(done, wp);
+    }
+    if (tid == 0 && fail_j != 0x7fffffff) *first_fail = fail_j;
     if (c >= wp && c < wt)                    // trailing columns in the panel's tile: done
 #pragma unroll
         for (int i = 0; i < RPW; ++i)
             if (RPW * warp + i < k) Bc[(long)(RPW * warp + i) * ldb + c] = x[i];
 #pragma unroll
-    for (int i = 0; i < RPW; ++i) Sr[i * TRI_W + c] = x[i] * my_scale;     // the vectors v_c
+    for (int i = 0; i < RPW; ++i)             // the vectors v_c (zero past wp)
+        if (RPW * warp + i < k) Vout[(RPW * warp + i) * TRI_W + c] = x[i] * my_scale;
     if (warp == 0) {
         if (c < wp) D[c * TRI_W + c] = my_beta;
-        else tau[c] = 0;
-        for (int i = wp; i < TRI_W; ++i) Gt[i * TRI_W + c] = 0;   // a last, narrow panel
+        if (!done) {                          // no warp to spare: L after the steps
+            __syncwarp();
+            tri_build_l(Gt, tau, wp, Lout, nullptr);
+        }
     }
 }
 
@@ -327,60 +433,45 @@ __device__ inline int tri_rpw(int k, int size)
 }
 
 template <typename T>
-__device__ void tri_factor(T* S, T* D, T* G, T* pd, T* Lt, T* tau,
+__device__ void tri_factor(T* S, T* D, T* G, T* pd, T* cbuf, T* tau,
                            T* R, long ldr, T* B, long ldb, int n, int ncols, int k,
                            T sgn, int positive, int P, T* out, int* flags, int* fail,
-                           long long* trace)
+                           int* done, long long* trace)
 {
     // Panel P: its B columns are in S (k x 32, brought up to date), its diagonal block of
-    // R in D.  Writes R's block and B's zeros back, V_B and L^T to out, then flags[P].
-    const int tid = threadIdx.x, warp = tid >> 5;
+    // R in D.  Writes V_B and L^T to out, then flags[P], then R's block and B's zeros.
+    // done: a zero count of the factor's steps, for the warp that builds L alongside.
+    const int tid = threadIdx.x;
     // pivots wp; columns wt of the tile (more where R has columns past n, like a right-
     // hand side: they are updated as trailing columns)
     const int c0 = P * TRI_W, wp = min(TRI_W, n - c0), wt = min(TRI_W, ncols - c0);
     __shared__ int first_fail;
     if (tid == 0) first_fail = 0x7fffffff;
     const int rpw = tri_rpw(k, sizeof(T));
-    long long* cycles = trace ? trace + 8 * P + 5 : nullptr;
-    if (rpw == 4)
-        tri_factor_columns<T, 4>(S, D, G, pd, tau, k, wp, wt, sgn, positive, &first_fail,
-                                  B + c0, ldb, cycles);
-    else if (rpw == 16)
-        tri_factor_columns<T, 16>(S, D, G, pd, tau, k, wp, wt, sgn, positive, &first_fail,
-                                  B + c0, ldb, cycles);
-    else
-        tri_factor_columns<T, 32>(S, D, G, pd, tau, k, wp, wt, sgn, positive, &first_fail,
-                                  B + c0, ldb, cycles);
-    __syncthreads();
-    if (trace && tid == 0) trace[8 * P + 3] = tri_now();
+#ifdef TRI_NO_HELPER
+    volatile int* helper = nullptr;
+#else
+    volatile int* helper = (k + rpw - 1) / rpw < TRI_NT / 32 ? done : nullptr;
+#endif
     T* Vout = out;
     T* Lout = out + k * TRI_W;
-    // L = (D^{-1} + N)^{-1}: lane b solves for column b, L[i][b] = tau_i (delta_ib -
-    // sum_{b <= q < i} G[q][i] L[q][b]), stored as L^T with rows of 33 (no bank conflicts
-    // when written here or copied out below)
-    if (warp == 0) {
-        const int b = tid & 31;
-        T lc[TRI_W];
-#pragma unroll
-        for (int i = 0; i < TRI_W; ++i) {
-            T s[4] = {i == b ? T(1) : T(0), 0, 0, 0};
-#pragma unroll
-            for (int q = 0; q < i; ++q) s[q % 4] -= G[i * TRI_W + q] * lc[q];   // Gt
-            lc[i] = i < b ? T(0) : tau[i] * ((s[0] + s[1]) + (s[2] + s[3]));
-        }
-#pragma unroll
-        for (int i = 0; i < TRI_W; ++i) Lt[b * (TRI_W + 1) + i] = lc[i];
-    }
+    const int nw = (k + rpw - 1) / rpw;
+#define TRI_FACTOR(RPW, ONE) tri_factor_columns<T, RPW, ONE>(S, D, G, pd, cbuf, tau, k, wp, \
+        wt, sgn, positive, &first_fail, B + c0, ldb, Vout, Lout, helper)
+    if (rpw == 4) TRI_FACTOR(4, true);
+    else if (rpw == 16 && nw == 1) TRI_FACTOR(16, true);
+    else if (rpw == 16) TRI_FACTOR(16, false);
+    else if (nw == 1) TRI_FACTOR(32, true);
+    else TRI_FACTOR(32, false);
+#undef TRI_FACTOR
     __syncthreads();
-    for (int idx = tid; idx < TRI_W * TRI_W; idx += TRI_NT)
-        Lout[idx] = Lt[(idx / TRI_W) * (TRI_W + 1) + idx % TRI_W];
-    for (int idx = tid; idx < k * TRI_W; idx += TRI_NT) Vout[idx] = S[idx];
-    if (tid == 0 && first_fail != 0x7fffffff) atomicMin(fail, c0 + first_fail);
-    __threadfence();                          // every thread's writes, before the flag
-    __syncthreads();
-    if (tid == 0) {
+    if (tid == 0) {                           // the block's writes, then the flag (one
+        if (trace) trace[8 * P + 3] = tri_now();  // fence after the barrier covers them)
+        if (first_fail != 0x7fffffff) atomicMin(fail, c0 + first_fail);
+        __threadfence();
         atomicExch(flags + P, 1);
         if (trace) trace[8 * P + 4] = tri_now();
+        *done = 0;
     }
     // off the critical path: R's block and B's annihilated columns
     for (int idx = tid; idx < TRI_W * TRI_W; idx += TRI_NT) {
@@ -407,11 +498,13 @@ __device__ void triangle_update(T* R, long ldr, T* B, long ldb, int n, int ncols
     T* Lt = Vb + k * TRI_W;                   // 32 x 32     L^T
     const int rpw = tri_rpw(k, sizeof(T)), kp = (k + rpw - 1) / rpw * rpw;
     T* X = Lt + TRI_W * TRI_W;                // (32 + kp) x 32: a tile, R rows, B rows, zeros
-    T* Z = X + (TRI_W + kp) * TRI_W;          // 32 x 33     Z; L^T of a new panel
+    T* Z = X + (TRI_W + kp) * TRI_W;          // 32 x 33     Z; the factor's columns j
     T* D = Z + TRI_W * (TRI_W + 1);           // 32 x 32     the new panel's block of R
     T* G = D + TRI_W * TRI_W;                 // 32 x 32     (G and pd: a tile update's Y)
-    T* pd = G + TRI_W * TRI_W;                // 2 x 16 x 32 the factor warps' partial dots
-    T* tau = pd + 2 * TRI_NT;                 // 32
+    T* pd = G + TRI_W * TRI_W;                // 2 x 32 x PS the factor warps' partial dots
+    T* tau = pd + 2 * TRI_W * TRI_PS(T);      // 32
+    __shared__ int steps_done;                // the factor's steps, for the warp building L
+    if (tid == 0) steps_done = 0;
     const int np = (n + TRI_W - 1) / TRI_W, nt = (ncols + TRI_W - 1) / TRI_W;   // panels, tiles
     const int nb = gridDim.x, b = blockIdx.x;
     volatile int* vflags = flags;
@@ -432,7 +525,7 @@ __device__ void triangle_update(T* R, long ldr, T* B, long ldb, int n, int ncols
             X[(TRI_W + r) * TRI_W + lane] = lane < ncols ? B[(long)r * ldb + lane] : T(0);
         __syncthreads();
         tri_factor(X + TRI_W * TRI_W, D, G, pd, Z, tau, R, ldr, B, ldb, n, ncols, k, sgn,
-                   positive, 0, work, flags, fail, trace);
+                   positive, 0, work, flags, fail, &steps_done, trace);
     }
     // A block whose only tile left is t1 keeps t1's B rows in X from one panel to the
     // next (they are its own: no other block touches them); res names that tile.
@@ -466,7 +559,8 @@ __device__ void triangle_update(T* R, long ldr, T* B, long ldb, int n, int ncols
             if (factor) {
                 if (trace && tid == 0) trace[8 * t + 2] = tri_now();
                 tri_factor(X + TRI_W * TRI_W, D, G, pd, Z, tau, R, ldr, B, ldb, n, ncols, k,
-                           sgn, positive, t, work + t * slot, flags, fail, trace);
+                           sgn, positive, t, work + t * slot, flags, fail, &steps_done,
+                           trace);
             }
         }
     }
