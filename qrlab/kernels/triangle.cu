@@ -167,18 +167,18 @@ __device__ void tri_apply(const T* Vb, const T* Lt, T* X, T* Y, T* Z, T sgn,
         }
     }
     __syncthreads();
-    for (int r0 = 4 * warp; r0 < k; r0 += 4 * (TRI_NT / 32)) {   // X_B -= V_B Z, 4 rows
+    T zc[TRI_W];                              // X_B -= V_B Z: the lane's column of Z in
+#pragma unroll                                // registers, four rows at a time
+    for (int i = 0; i < TRI_W; ++i) zc[i] = Z[i * TRI_W + lane];
+    for (int r0 = 4 * warp; r0 < k; r0 += 4 * (TRI_NT / 32)) {
         T s[4] = {0, 0, 0, 0};
 #pragma unroll
         for (int i = 0; i < TRI_W; i += 4) {
-            T zc[4];
-#pragma unroll
-            for (int b = 0; b < 4; ++b) zc[b] = Z[(i + b) * TRI_W + lane];
 #pragma unroll
             for (int a = 0; a < 4; ++a) {     // (rows past k read L^T: finite, not written)
                 T v[4];
                 lds4(Vb + (r0 + a) * TRI_W + i, v);
-                s[a] += (v[0] * zc[0] + v[1] * zc[1]) + (v[2] * zc[2] + v[3] * zc[3]);
+                s[a] += (v[0] * zc[i] + v[1] * zc[i + 1]) + (v[2] * zc[i + 2] + v[3] * zc[i + 3]);
             }
         }
 #pragma unroll
@@ -448,11 +448,7 @@ __device__ void tri_factor(T* S, T* D, T* G, T* pd, T* cbuf, T* tau,
     __shared__ int first_fail;
     if (tid == 0) first_fail = 0x7fffffff;
     const int rpw = tri_rpw(k, sizeof(T));
-#ifdef TRI_NO_HELPER
-    volatile int* helper = nullptr;
-#else
     volatile int* helper = (k + rpw - 1) / rpw < TRI_NT / 32 ? done : nullptr;
-#endif
     T* Vout = out;
     T* Lout = out + k * TRI_W;
     const int nw = (k + rpw - 1) / rpw;
