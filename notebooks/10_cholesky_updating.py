@@ -542,17 +542,18 @@ for n in sorted({r["n"] for r in rows}):
 # launches") and the array-operation panels ($b = 256$) up to $n = 5000$.
 #
 # Plainly: **the update beats cuSOLVER's refactorization for every $k \le 64$ at
-# $n \ge 5000$, in both precisions** (1.07 to 5.4 times with $\tilde A$'s forming
-# included, 1.03 to 5.2 without: the thinnest margin is float64, $n = 5000$, $k = 64$),
-# at $n = 2000$ for the smallest $k$, and for $k = 256$ from $n = 5000$ in float32 and at
-# $n = 20000$ in float64; at $n = 1000$ refactorizing is faster (about 1 ms against 1.2
-# to 3.2 ms). What bounds it is the chain of $n$ dependent reflectors: about 15 to 25 us
-# per panel of 32 columns on the critical path (waiting for the previous panel, updating
-# the next panel's columns, factoring them: a shuffle, a square root and a reciprocal per
-# column, publishing), so 3.5 to 5 ms at $n = 5000$ for $k \le 64$. It sits 6 to 860
-# times above the bandwidth floor (reading and writing $R$ once): the floor is not the
-# bound at these sizes, the chain is. One launch is 1.5 to 4.8 times faster than one
-# launch per panel, and 4 to 14 times faster than the array-operation panels. The
+# $n \ge 5000$, in both precisions** (1.5 to 6.9 times with $\tilde A$'s forming
+# included, 1.5 to 6.7 without: the thinnest margin is float64, $n = 5000$, $k = 64$),
+# and already at $n = 1000$ for $k \le 16$; for $k = 256$ it wins from $n = 5000$ in
+# float32 and from $n = 10000$ in float64, and at $n \le 2000$ refactorizing $k = 256$
+# columns is faster. What bounds it is the chain of $n$ dependent reflectors: about 8.5
+# to 30 us per panel of 32 columns in float32 (15 to 65 in float64) on the critical path
+# (waiting for the previous panel, updating the next panel's columns, factoring them: a
+# shuffle, a square root and a reciprocal per column, publishing), so 2.2 to 5.1 ms at
+# $n = 5000$ for $k \le 64$. It sits 6 to 525 times above the bandwidth floor (reading
+# and writing $R$ once): the floor is not the bound at these sizes, the chain is. One
+# launch is 2 to 5 times faster than one launch per panel, and 5 to 22 times faster
+# than the array-operation panels. The
 # checks, on the committed numbers:
 
 # %%
@@ -563,7 +564,7 @@ assert all((r["dtype"], r["n"], r["k"]) in wins for r in rows
            if r["n"] >= 5000 and r["k"] <= 64)
 assert all(r["t_update_ms"] < r["t_recompute_excl_ms"] for r in rows
            if r["n"] >= 5000 and r["k"] <= 64)
-assert not any(n == 1000 for _, n, _ in wins)
+assert not any(k == 256 and n <= 2000 for _, n, k in wins)
 for dt in ("float32", "float64"):
     for k in (1, 16, 64, 256):
         case = {r["n"]: r for r in rows if r["dtype"] == dt and r["k"] == k}
@@ -855,9 +856,9 @@ print("stationary window: q='none' error below 100 cond(A) eps at every cond: Tr
 #   array operations per panel of $b$ columns, all $k$ columns of $V$ in one pass.
 # * On the GPU the whole update is one kernel launch: the next panel is factored while
 #   the rest of the matrix is still being updated. On the H100 that beats cuSOLVER's
-#   refactorization for every $k \le 64$ at $n \ge 5000$ (up to 5.5 times at
-#   $n = 20000$), not at $n = 1000$: the chain of $n$ dependent reflectors, some 15 to
-#   25 us per panel of 32 columns, is the bound.
+#   refactorization for every $k \le 64$ at $n \ge 5000$ (up to 6.9 times at
+#   $n = 20000$), and for $k \le 16$ from $n = 1000$: the chain of $n$ dependent
+#   reflectors, some 8.5 to 30 us per panel of 32 columns, is the bound.
 # * Errors are a few $\varepsilon$ in $\max|\tilde A - \tilde R^T\tilde R|/\max|\tilde A|$,
 #   like refactorizing, in both precisions; an impossible downdate raises `LinAlgError`
 #   naming the first failing column.

@@ -25,22 +25,26 @@
 // k as several launches of at most that many rows each.
 //
 // The panel factorization (tri_factor_columns): lane c holds column c of B in registers,
-// RPW rows per warp (tri_rpw: 4, 16 or 32; 16 for double), so one to a few warps.  Step
-// j: column j reaches the other lanes by shuffles, every lane dots its column with it
-// (the warps' partial dots summed through shared memory behind one named barrier; with
-// one warp, sigma comes from lane j's own ||b_j||^2, kept up to date), and every lane
-// c > j applies H_j to its column.  The pivot uses alpha = R[j][j] (R's diagonal block
-// is untouched until its own panel) and sigma = sgn ||b_j||^2.  With positive != 0 a
-// reflector is built even where b_j = 0, so that beta = -sign(alpha) ||x||_J is positive
-// for the negative alpha the caller passes.  A pivot alpha^2 + sigma that is not
-// positive (possible only for sgn < 0) or not finite is a breakdown: its column goes to
-// *fail (atomicMin) and that reflector is skipped.
+// RPW rows per warp (tri_rpw: 4, 16 or 32; 16 for double), so one to sixteen warps.
+// Step j: column j reaches the other lanes (by shuffles for 4 rows, else through shared
+// memory), every lane dots its column with it (the warps' partial dots summed through
+// shared memory behind one named barrier; with one warp, sigma comes from lane j's own
+// ||b_j||^2, kept up to date), and every lane c > j applies H_j to its column.  With one
+// warp a step is a single chain of dependent instructions (about 170 ns): it has no
+// branches, and the warp after the factor's builds L from each step's couplings while
+// the steps go on.  The pivot uses alpha = R[j][j] (R's diagonal block is untouched
+// until its own panel) and sigma = sgn ||b_j||^2.  With positive != 0 a reflector is
+// built even where b_j = 0, so that beta = -sign(alpha) ||x||_J is positive for the
+// negative alpha the caller passes.  A pivot alpha^2 + sigma that is not positive
+// (possible only for sgn < 0) or not finite is a breakdown: its column goes to *fail
+// (atomicMin) and that reflector is skipped.
 //
 // Layout: R (leading dimension ldr) and B (ldb) row-major.  work: one slot of
 // (k + 32) x 32 values per panel (V_B, L^T).  flags: n_panels ints, zero.  trace:
 // null, or 8 values per panel from the block that factors it: 5 time stamps (ns; flag
-// seen, panel loaded, tile updated, factored, published), then the cycles of the
-// factor's dots, scalars and updates.  Launch with 512 threads, the dynamic shared memory
+// seen, panel loaded, tile updated, factored, published).  Measured on an H100, per
+// panel on the critical path: 8.5 us for k = 1, 17.5 for k = 64, 47 for k = 500 (float).
+// Launch with 512 threads, the dynamic shared memory
 // of gpu._triangle_smem(k), one block per SM at most and all blocks resident (a
 // cooperative launch): blocks wait for each other.
 
