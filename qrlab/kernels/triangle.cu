@@ -215,9 +215,9 @@ __device__ __forceinline__ float tri_rcp(float x)
 __device__ __forceinline__ double tri_rcp(double x) { return __drcp_rn(x); }
 
 template <typename T>
-__device__ __forceinline__ void sts4(T* p, const T v[4])
+__device__ __forceinline__ void st4(T* p, const T v[4])
 {
-    // four consecutive values into shared memory (16-byte aligned)
+    // four consecutive values into shared or global memory (16-byte aligned)
     if constexpr (sizeof(T) == 4) {
         *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
     } else {
@@ -233,10 +233,13 @@ __device__ __forceinline__ void sts4(T* p, const T v[4])
 
 __device__ __forceinline__ void tri_count_step(volatile int* done, int steps)
 {
-    // (lane 0, after the warp's stores of the step) a release: the warp building L reads
-    // Gt and tau after seeing the count
-    asm volatile("st.release.cta.shared.s32 [%0], %1;"
-                 :: "r"((unsigned)__cvta_generic_to_shared((void*)done)), "r"(steps) : "memory");
+    // (the factor's warp 0, after its stores of the steps) a release by lane 0: the warp
+    // building L reads Gt and tau after seeing the count
+    __syncwarp();
+    if ((threadIdx.x & 31) == 0)
+        asm volatile("st.release.cta.shared.s32 [%0], %1;"
+                     :: "r"((unsigned)__cvta_generic_to_shared((void*)done)), "r"(steps)
+                     : "memory");
 }
 
 __device__ __forceinline__ int tri_steps_seen(volatile int* done)
@@ -275,16 +278,7 @@ __device__ void tri_build_l(const T* Gt, const T* tau, int wp, T* Lout, volatile
         }
     }
 #pragma unroll
-    for (int i = 0; i < TRI_W; i += 4) {
-        if constexpr (sizeof(T) == 4)
-            *reinterpret_cast<float4*>(Lout + b * TRI_W + i) =
-                make_float4(lc[i], lc[i + 1], lc[i + 2], lc[i + 3]);
-        else {
-            *reinterpret_cast<double2*>(Lout + b * TRI_W + i) = make_double2(lc[i], lc[i + 1]);
-            *reinterpret_cast<double2*>(Lout + b * TRI_W + i + 2) =
-                make_double2(lc[i + 2], lc[i + 3]);
-        }
-    }
+    for (int i = 0; i < TRI_W; i += 4) st4(Lout + b * TRI_W + i, lc + i);
 }
 
 template <typename T, int RPW, bool ONE>
@@ -334,10 +328,8 @@ __device__ void tri_factor_columns(const T* S, T* D, T* Gt, T* pd, T* cbuf, T* t
     int fail_j = 0x7fffffff;
     const int gt_at = Gt - D, tau_at = tau - D;
     for (int j = 0; j < wp; ++j) {
-        if (done && warp == 0 && j) {         // step j - 1 counted for the warp building
-            __syncwarp();                     // L (a step late: its stores are done)
-            if (c == 0) tri_count_step(done, j);
-        }
+        if (done && warp == 0 && j)           // step j - 1 counted for the warp building
+            tri_count_step(done, j);          // L (a step late: its stores are done)
         const T a_c = a_next;                 // row j + 1 changes only at step j + 1
         a_next = D[min(j + 1, TRI_W - 1) * TRI_W + c];
         const T alpha = __shfl_sync(full, my_alpha, j);
@@ -347,7 +339,7 @@ __device__ void tri_factor_columns(const T* S, T* D, T* Gt, T* pd, T* cbuf, T* t
             T* slot = cb + (j & 1) * RPW;     // two slots: lanes still reading step j - 1's
             if (c == j)                       // column leave the other one alone
 #pragma unroll
-                for (int i = 0; i < RPW; i += 4) sts4(slot + i, x + i);
+                for (int i = 0; i < RPW; i += 4) st4(slot + i, x + i);
             __syncwarp();
 #pragma unroll
             for (int i = 0; i < RPW; i += 4) lds4(slot + i, xj + i);
@@ -408,10 +400,7 @@ __device__ void tri_factor_columns(const T* S, T* D, T* Gt, T* pd, T* cbuf, T* t
         my_scale = c == j ? scale : my_scale;
         my_beta = c == j ? beta : my_beta;
     }
-    if (done && warp == 0) {
-        __syncwarp();
-        if (c == 0) tri_count_step(done, wp);
-    }
+    if (done && warp == 0) tri_count_step(done, wp);
     if (tid == 0 && fail_j != 0x7fffffff) *first_fail = fail_j;
     if (c >= wp && c < wt)                    // trailing columns in the panel's tile: done
 #pragma unroll
@@ -452,10 +441,10 @@ __device__ void tri_factor(T* S, T* D, T* G, T* pd, T* cbuf, T* tau,
     __shared__ int first_fail;
     if (tid == 0) first_fail = 0x7fffffff;
     const int rpw = tri_rpw(k, sizeof(T));
-    volatile int* helper = (k + rpw - 1) / rpw < TRI_NT / 32 ? done : nullptr;
+    const int nw = (k + rpw - 1) / rpw;       // factor warps; a spare one builds L
+    volatile int* helper = nw < TRI_NT / 32 ? done : nullptr;
     T* Vout = out;
     T* Lout = out + k * TRI_W;
-    const int nw = (k + rpw - 1) / rpw;
 #define TRI_FACTOR(RPW, ONE) tri_factor_columns<T, RPW, ONE>(S, D, G, pd, cbuf, tau, k, wp, \
         wt, sgn, positive, &first_fail, B + c0, ldb, Vout, Lout, helper)
     if (rpw == 4) TRI_FACTOR(4, true);
