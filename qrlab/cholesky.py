@@ -266,12 +266,16 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
         raise ValueError(f"block_size must be a positive integer or None, got {block_size!r}")
     if panel not in _PANELS:
         raise ValueError(f"panel must be one of {_PANELS}, got {panel!r}")
-    R, V2 = _validate(xp, R, V, check_finite)
+    R, V2 = _validate(xp, R, V)
     n = R.shape[0]
     s = -1 if downdate else 1
+    executor = executor_for(xp)
+    if (method == "blocked" and block_size is None
+            and executor.structured(R.dtype, V2.shape[1])):
+        return _structured(executor, R, V2, s, overwrite, check_finite)
+    _scan(xp, R, V2, check_finite)
 
     if method == "blocked":
-        executor = executor_for(xp)
         if block_size is None and executor.fuses_triangle(R.dtype, V2.shape[1]):
             return _fused(executor, R, V2, s, overwrite)
         nb = min(n, DEFAULT_BLOCK_SIZE[xp.__name__] if block_size is None else int(block_size))
@@ -316,8 +320,8 @@ def cholesky_downdate(R, V, **kwargs):
 
 # --------------------------------------------------------------------------- validation
 
-def _validate(xp, R, V, check_finite):
-    """Check everything before any work; return R and V as arrays, V as n x k."""
+def _validate(xp, R, V):
+    """Check shapes and dtypes; return R and V as arrays, V as n x k."""
     R = xp.asarray(R)
     V = xp.asarray(V)
     if R.ndim != 2 or R.shape[0] != R.shape[1] or R.shape[0] == 0:
@@ -336,17 +340,29 @@ def _validate(xp, R, V, check_finite):
                             "supported (not integer, float16 or complex)")
     if R.dtype != V.dtype:
         raise ValueError(f"R and V must have the same dtype, got {R.dtype} and {V.dtype}")
+    return R, V2
+
+
+def _scan(xp, R, V, check_finite):
+    """Check the values before any work: finite (with ``check_finite``), no zero on R's
+    diagonal."""
     if check_finite:
         for name, a in (("R", R), ("V", V)):
             if not bool(xp.isfinite(a).all()):
-                raise ValueError(f"{name} contains non-finite values (inf or nan)")
+                raise _non_finite(name)
     zero = to_numpy(xp.diagonal(R) == 0)
     if zero.any():
-        j = int(np.argmax(zero))
-        raise np.linalg.LinAlgError(
-            f"R has a zero on its diagonal at index {j} (0-based): A = R^T R is singular, "
-            "not positive definite")
-    return R, V2
+        raise _zero_diagonal(int(np.argmax(zero)))
+
+
+def _non_finite(name):
+    return ValueError(f"{name} contains non-finite values (inf or nan)")
+
+
+def _zero_diagonal(j):
+    return np.linalg.LinAlgError(
+        f"R has a zero on its diagonal at index {j} (0-based): A = R^T R is singular, "
+        "not positive definite")
 
 
 def _breakdown(j, s):
@@ -424,6 +440,28 @@ def _fused(executor, R, V, s, overwrite):
         R[...] = R1
         return R
     return R1
+
+
+def _structured(executor, R, V, s, overwrite, check_finite):
+    """The structured update in fused kernels (a GPU executor, k <= 64; see
+    ``GpuExecutor.structured_update``): no chain of reflectors, R read as it is (its
+    upper triangle, rows flipped to a positive diagonal), R and V checked inside the
+    kernels, and the result written only when the whole update has succeeded."""
+    xp = array_module(R)
+    Rc = R if R.strides[1] == R.itemsize else xp.ascontiguousarray(R)
+    in_place = overwrite and Rc is R
+    out = R if in_place else xp.empty(R.shape, dtype=R.dtype)
+    j, zero, nonfinite = executor.structured_update(Rc, V.T, s, out, check_finite)
+    if nonfinite and check_finite:
+        raise _non_finite("R" if nonfinite & 1 else "V")
+    if zero >= 0:
+        raise _zero_diagonal(zero)
+    if j >= 0:
+        raise _breakdown(j, s)
+    if overwrite and not in_place:
+        R[...] = out
+        return R
+    return out
 
 
 def _householder_panel(Rp, Wp, s, j0):

@@ -126,6 +126,12 @@ class Executor:
         del dtype, k
         return False
 
+    def structured(self, dtype, k):
+        """Whether this executor runs the structured rank-``k`` Cholesky update in fused
+        kernels (:meth:`qrlab.gpu.GpuExecutor.structured_update`)."""
+        del dtype, k
+        return False
+
     # -- Givens sweeps ----------------------------------------------------------------
     def sweeps(self, op: Sweeps, Q, R):
         xp = array_module(R)

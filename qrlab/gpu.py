@@ -51,9 +51,9 @@ from .stages import Reflect, Sweeps
 __all__ = ["GpuExecutor", "kernels"]
 
 _SOURCES = [Path(__file__).with_name("kernels") / name
-            for name in ("sweeps.cu", "panel.cu", "reflect.cu")]
+            for name in ("vector.cuh", "sweeps.cu", "panel.cu", "reflect.cu", "structured.cu")]
 _COOPERATIVE = [Path(__file__).with_name("kernels") / name
-                for name in ("triangle.cu", "strips.cu")]
+                for name in ("vector.cuh", "triangle.cu", "strips.cu")]
 _SMEM_LIMIT = 200 * 1024            # dynamic shared memory a panel may use (H100: 227 KB)
 
 
@@ -148,6 +148,30 @@ def _triangle_rows_max(size):
     """The most rows of B one launch of ``triangle_update`` takes: its panel factor holds
     them in the registers of at most 16 warps (512 in float, 256 in double)."""
     return 16 * _triangle_rpw(10 ** 9, size)
+
+
+def _structured_blocks(n):
+    """``structured_update``'s blocks of 64 rows and blocks per segment of its apply:
+    at least 8, and at most 16 segments (each keeps a copy of z, k x n)."""
+    nb = -(-n // 64)
+    return nb, max(8, -(-nb // 16))
+
+
+@functools.lru_cache(maxsize=64)
+def _structured_table(n, device):
+    """The jobs of ``structured_apply`` for order n, one int4 per thread block: (tile of
+    64 columns, segment, first row, end row); segment -1 zeroes rows below the diagonal
+    block.  Tiles from the last (the tallest) first.  Made once per n (and device)."""
+    import cupy as cp
+    del device                                   # (part of the cache key)
+    nb, sb = _structured_blocks(n)
+    seg = 64 * sb
+    jobs = []
+    for t in reversed(range(nb)):
+        top = min(64 * t + 64, n)
+        jobs += [(t, s, s * seg, min(s * seg + seg, top)) for s in range(-(-top // seg))]
+        jobs += [(t, -1, r, min(r + seg, n)) for r in range(top, n, seg)]
+    return cp.asarray(np.array(jobs, dtype=np.int32))
 
 
 def _strip_smem(size):
@@ -426,6 +450,62 @@ class GpuExecutor(Executor):
                                     fail=fail)
         first = int(fail.get()[0])
         return -1 if first == none else first
+
+    #: the most columns of V that :meth:`structured_update` takes
+    structured_k_max = 64
+
+    def structured(self, dtype, k):
+        """Whether :meth:`structured_update` takes a rank-``k`` update of ``dtype``."""
+        dtype = np.dtype(dtype)
+        return (self.one_launch and dtype.kind == "f" and dtype.itemsize in (4, 8)
+                and 1 <= k <= self.structured_k_max)
+
+    def structured_update(self, R, W, sgn, out, check_finite=True):
+        """The factor of ``R^T R + sgn W^T W`` into ``out`` (``R`` itself, or a new n x n
+        array with contiguous rows), by the structured factor ``M`` of ``I + sgn P P^T``,
+        ``P = R^{-T} W^T``, with no chain of reflectors: two launches
+        (``kernels/structured.cu``).  ``structured_solve`` solves for ``P`` block by
+        block (its chain: one 64-row block, one small product per step) and factors the
+        diagonal blocks of ``M``; ``structured_apply`` forms ``out = M R`` as products,
+        one thread block per 64 columns and segment of rows.  ``R`` (n x n, contiguous
+        rows) is read as ``triu(R)`` with each row times the sign of its diagonal entry;
+        ``W`` is k x n (k <= 64, any strides).  Both are checked on the way (non-finite
+        values, a zero on the diagonal) at no extra pass.
+
+        Returns ``(fail, zero, nonfinite)``: the first column whose pivot failed, the
+        first zero on the diagonal (each -1 if none) and whether a value of ``triu(R)``
+        (bit 1) or ``W`` (bit 2) is not finite.  When any is set (the last only with ``check_finite``)
+        ``out`` is not written."""
+        import cupy as cp
+        n, k = R.shape[0], W.shape[0]
+        dt = R.dtype
+        if R.strides[1] != dt.itemsize or out.strides[1] != dt.itemsize:
+            raise ValueError("structured_update: the rows of R and out must be contiguous")
+        kp = -(-k // 4) * 4
+        nb, sb = _structured_blocks(n)
+        sync = cp.zeros(4 + nb, dtype=cp.int32)  # ticket, fail, non-finite, zero, flags
+        flip = cp.sign(cp.diagonal(R))
+        P = cp.empty((nb * 64, kp), dtype=dt)
+        F = cp.empty((2 * nb, 32 + kp, 32), dtype=dt)
+        Zs = cp.empty((-(-nb // sb), nb * 64, kp), dtype=dt)   # segment 0 starts from W
+        suffix = "f32" if dt.itemsize == 4 else "f64"
+        item = dt.itemsize
+        ldr, ldo = np.int64(R.strides[0] // item), np.int64(out.strides[0] // item)
+        wq, wc = np.int64(W.strides[0] // item), np.int64(W.strides[1] // item)
+        solve = kernels().get_function("structured_solve_" + suffix)
+        smem = (3 * 64 * 64 + 3 * 64 * kp) * item
+        solve.max_dynamic_shared_size_bytes = smem
+        solve((nb,), (256,), (R, ldr, W, wq, wc, flip, np.int32(n), np.int32(k), dt.type(sgn),
+                              P, F, Zs, np.int32(sb), sync), shared_mem=smem)
+        apply = kernels().get_function("structured_apply_" + suffix)
+        smem = ((32 + kp) * 64 + (32 + kp) * 32 + 32 * kp) * item
+        apply.max_dynamic_shared_size_bytes = smem
+        table = _structured_table(n, cp.cuda.Device().id)
+        apply((table.shape[0],), (256,),
+              (R, ldr, out, ldo, W, wq, wc, flip, np.int32(n), np.int32(k), P, F, Zs, table,
+               np.int32(bool(check_finite)), sync), shared_mem=smem)
+        fail, nonfinite, zero = (int(v) for v in sync[1:4].get())
+        return (n - fail if fail else -1), (n - zero if zero else -1), nonfinite
 
     def factor_panel(self, panel):
         import cupy as cp
