@@ -3,8 +3,12 @@
 On a GPU (CuPy), for each dtype, n and k, with device-resident data and CUDA events:
 
 * t_update, t_downdate: ``qrlab.cholesky_update`` (blocked method, default settings) on R
-  and V: on a GPU one cooperative launch for the whole update
+  and V: on a GPU, for k <= 64 the structured method (two launches,
+  ``qrlab/kernels/structured.cu``), beyond one cooperative launch for the whole update
   (``qrlab/kernels/triangle.cu``, panels of 32) per 512 columns of V (256 in double);
+* t_update_chain: for k <= 64, the same update by the chain of reflectors of
+  ``triangle.cu`` (``GpuExecutor.structured_k_max = 0``), the path before the
+  structured one;
 * t_update_per_panel: where the update runs as one launch, the same update with one
   ``reflect_panel`` launch per panel (``GpuExecutor.one_launch = False``);
 * t_update_arrayops: the same update by array-operation panels of --block-size (default
@@ -172,14 +176,24 @@ def run_case(xp, clock, dtype, n, ks, args, rng, rates):
                 return (A + sign * (V @ V.T),)
             return make
 
+        structured = once and executor.structured(np.dtype(dtype), k)
         res = {"dtype": np.dtype(dtype).name, "n": n, "k": k, "block_size": b_floor,
-               "path": "one launch" if once else "fused" if fused else "array operations"}
+               "path": ("structured" if structured else "one launch" if once
+                        else "fused" if fused else "array operations")}
         res["t_update_ms"], res["t_update_all"] = median_ms(
             clock, lambda: (R, fresh_v()),
             lambda R_, V: cholesky_update(R_, V, block_size=b_run), args.reps)
         res["t_downdate_ms"], res["t_downdate_all"] = median_ms(
             clock, lambda: (R, fresh_v()),
             lambda R_, V: cholesky_update(R_, V, downdate=True, block_size=b_run), args.reps)
+        if structured:
+            k_max, type(executor).structured_k_max = type(executor).structured_k_max, 0
+            try:
+                res["t_update_chain_ms"], _ = median_ms(
+                    clock, lambda: (R, fresh_v()), lambda R_, V: cholesky_update(R_, V),
+                    args.reps)
+            finally:
+                type(executor).structured_k_max = k_max
         if once:
             type(executor).one_launch = False
             try:
@@ -231,6 +245,7 @@ def host_baselines(R, A, fresh_v, b, reps):
 
 COLUMNS = [("dtype", "dtype", "{}"), ("n", "n", "{}"), ("k", "k", "{}"),
            ("update ms", "t_update_ms", "{:.3g}"), ("downdate ms", "t_downdate_ms", "{:.3g}"),
+           ("update ms, chain of reflectors", "t_update_chain_ms", "{:.3g}"),
            ("update ms, per-panel launches", "t_update_per_panel_ms", "{:.3g}"),
            ("update ms, array-op panels", "t_update_arrayops_ms", "{:.3g}"),
            ("recompute incl ms", "t_recompute_incl_ms", "{:.3g}"),

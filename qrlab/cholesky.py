@@ -58,8 +58,9 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
         Allow `R` to be used as the output buffer (saves the n x n allocation of the
         result, not time; the strict lower triangle of `R` serves as workspace). On success
         `R` holds the result and is returned. If a downdate fails, the upper triangle of
-        `R` is left bit for bit as it was and its strict lower triangle is zero, so a
-        triangular `R` is unchanged. `V` is never modified. Default False.
+        `R` is left bit for bit as it was and its strict lower triangle is zero (with CuPy
+        arrays and k <= 64, all of `R` is left as it was), so a triangular `R` is
+        unchanged. `V` is never modified. Default False.
     check_finite : bool, optional
         Check that `R` and `V` contain only finite numbers. Disabling this may give a
         performance gain (it saves a pass over the inputs), but a non-finite input then
@@ -73,8 +74,9 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
         Panel width of the blocked method. Default ``min(n, 64)`` for NumPy arrays and
         ``min(n, 256)`` for CuPy arrays (``DEFAULT_BLOCK_SIZE``, see Notes). Ignored by
         the rotation methods. With CuPy arrays and ``block_size=None`` the blocked method
-        runs in fused kernels instead (one launch per 512 columns of V, 256 in float64,
-        see Notes); giving a `block_size` selects the array-operation panels.
+        runs in fused kernels instead (for k <= 64 the structured method, two launches;
+        beyond, one launch per 512 columns of V, 256 in float64; see Notes); giving a
+        `block_size` selects the array-operation panels.
     panel : {'cholesky', 'householder'}, optional
         How the blocked method factors each panel (the results agree to rounding):
         ``'cholesky'`` (default) by one Cholesky factorization of the panel's b x b
@@ -140,8 +142,27 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
 
         P = T^T (C + s Vp^T W_t);   C -= P;   W_t -= Vp P
 
-    **On a GPU** (CuPy arrays, ``block_size=None``) the whole update is one launch of
-    ``qrlab/kernels/triangle.cu`` (panels of 32 columns): one thread block per SM owns
+    **On a GPU, k <= 64: the structured method** (CuPy arrays, ``block_size=None``,
+    ``qrlab/kernels/structured.cu``). ``R^T R + s V V^T = R^T (I + s P P^T) R`` with
+    ``P = R^{-T} V``, so ``R1 = M R`` where ``M`` is the Cholesky factor of
+    ``I + s P P^T``, a matrix with structure: eliminating the rows before a block ``I``
+    of rows leaves ``I + s P' S^{-1} P'^T`` with ``S = I_k + s sum p_i p_i^T`` over the
+    rows before it, so ``M``'s diagonal block is ``chol(I + s X X^T)`` with
+    ``X = P_I chol(S)^{-T}``, and its blocks to the right are ``Wm_I P_J^T`` with
+    ``Wm_I = s M_II^{-T} X chol(S)^{-1}`` (Gill, Golub, Murray and Saunders' method C1,
+    1974, in blocks). Since ``P^T R = V^T``, row block ``I`` of the result is
+    ``M_II R_I + Wm_I (V^T - sum_{J <= I} P_J^T R_J)``. The only chain left is the
+    triangular solve for ``P``, one 64-row block per step; everything else is matrix
+    products. Cost: ``(3 k + 32) n^2`` flops, ``R`` read twice and written once. Two
+    launches: the solve (which also factors each diagonal block of ``M``) and the
+    product ``M R``. Values and the diagonal are checked inside the kernels, so
+    `check_finite` costs no extra pass, and nothing is written unless the whole update
+    succeeded. For updates, method C1 is stable; for a downdate ``S`` loses accuracy as
+    ``A - V V^T`` nears singularity, as the hyperbolic reflectors do (the tests and
+    notebook 10 compare the two).
+
+    **On a GPU, k > 64** (and the Q-less adding of rows and removing of columns) the
+    whole update is one launch of ``qrlab/kernels/triangle.cu`` (panels of 32 columns): one thread block per SM owns
     tiles of 32 columns of ``[R; W]``; a panel's reflectors are built by one to sixteen
     warps, with the panel's columns in registers, and published through device memory in
     the compact WY form above, and every block applies them to its tiles while the next

@@ -8,7 +8,12 @@ of the trailing columns of R; Q, when kept, gets them by three cuBLAS products. 
 panels (the p-wide Stage 1 of adding columns) use ``panel_qr``
 (``qrlab/kernels/panel.cu``: panel and ``T`` in shared memory) and matrix products.
 
-The Cholesky update, a triangle ``[R; V^T]`` reduced to ``[R'; 0]``, and, without Q,
+The rank-k Cholesky update and downdate for k <= 64 run with no chain of reflectors
+(``qrlab/kernels/structured.cu``, :meth:`GpuExecutor.structured_update`): one launch
+solves ``P = R^{-T} V`` block by block and factors the diagonal blocks of the structured
+factor ``M`` of ``I +- P P^T``, a second forms ``M R`` as matrix products.
+
+The Cholesky update for larger k, a triangle ``[R; V^T]`` reduced to ``[R'; 0]``, and, without Q,
 adding rows (``[R; U]``, right-hand sides carried) and removing columns (the ``p`` rows
 above the triangle that follows the removed columns) run whole in one cooperative
 launch of ``triangle_update`` (``qrlab/kernels/triangle.cu``) per 512 rows of B (256 in
@@ -155,6 +160,30 @@ def _structured_blocks(n):
     at least 8, and at most 16 segments (each keeps a copy of z, k x n)."""
     nb = -(-n // 64)
     return nb, max(8, -(-nb // 16))
+
+
+def _structured_smem(item, kp):
+    """Dynamic shared memory of ``structured_solve`` and ``structured_apply`` for values of
+    ``item`` bytes and ``k`` padded to ``kp``: the solve's three 64 x 68 tiles (rows of
+    68: see the kernel) and three 64 x kp blocks; the apply's R_I and Z (rows of 68), F
+    and P_I."""
+    return ((3 * 64 * 68 + 3 * 64 * kp) * item,
+            ((32 + kp) * 68 + (32 + kp) * 32 + 32 * kp) * item)
+
+
+@functools.lru_cache(maxsize=None)
+def _structured_kernels(item):
+    """``structured_solve`` and ``structured_apply`` for values of ``item`` bytes, each
+    allowed the shared memory of the largest k (the limit belongs to the function, so one
+    value serves every launch)."""
+    suffix = "f32" if item == 4 else "f64"
+    fns = []
+    for name, smem in zip(("structured_solve_", "structured_apply_"),
+                          _structured_smem(item, 64)):
+        fn = kernels().get_function(name + suffix)
+        fn.max_dynamic_shared_size_bytes = smem
+        fns.append(fn)
+    return fns
 
 
 @functools.lru_cache(maxsize=64)
@@ -483,27 +512,23 @@ class GpuExecutor(Executor):
             raise ValueError("structured_update: the rows of R and out must be contiguous")
         kp = -(-k // 4) * 4
         nb, sb = _structured_blocks(n)
+        npad, nseg = nb * 64, -(-nb // sb)
         sync = cp.zeros(4 + nb, dtype=cp.int32)  # ticket, fail, non-finite, zero, flags
-        flip = cp.sign(cp.diagonal(R))
-        P = cp.empty((nb * 64, kp), dtype=dt)
-        F = cp.empty((2 * nb, 32 + kp, 32), dtype=dt)
-        Zs = cp.empty((-(-nb // sb), nb * 64, kp), dtype=dt)   # segment 0 starts from W
-        suffix = "f32" if dt.itemsize == 4 else "f64"
+        # one workspace: P (npad x kp), z at each segment's start (segment 0 starts from
+        # W: unused), F (per 32 rows, (32 + kp) x 32)
+        work = cp.empty((1 + nseg) * npad * kp + 2 * nb * (32 + kp) * 32, dtype=dt)
+        P, Zs, F = work, work[npad * kp:], work[(1 + nseg) * npad * kp:]
         item = dt.itemsize
         ldr, ldo = np.int64(R.strides[0] // item), np.int64(out.strides[0] // item)
         wq, wc = np.int64(W.strides[0] // item), np.int64(W.strides[1] // item)
-        solve = kernels().get_function("structured_solve_" + suffix)
-        smem = (3 * 64 * 64 + 3 * 64 * kp) * item
-        solve.max_dynamic_shared_size_bytes = smem
-        solve((nb,), (256,), (R, ldr, W, wq, wc, flip, np.int32(n), np.int32(k), dt.type(sgn),
-                              P, F, Zs, np.int32(sb), sync), shared_mem=smem)
-        apply = kernels().get_function("structured_apply_" + suffix)
-        smem = ((32 + kp) * 64 + (32 + kp) * 32 + 32 * kp) * item
-        apply.max_dynamic_shared_size_bytes = smem
+        solve, apply = _structured_kernels(item)
+        smem1, smem2 = _structured_smem(item, kp)
+        solve((nb,), (256,), (R, ldr, W, wq, wc, np.int32(n), np.int32(k), dt.type(sgn), P, F,
+                              Zs, np.int32(sb), sync), shared_mem=smem1)
         table = _structured_table(n, cp.cuda.Device().id)
         apply((table.shape[0],), (256,),
-              (R, ldr, out, ldo, W, wq, wc, flip, np.int32(n), np.int32(k), P, F, Zs, table,
-               np.int32(bool(check_finite)), sync), shared_mem=smem)
+              (R, ldr, out, ldo, W, wq, wc, np.int32(n), np.int32(k), P, F, Zs, table,
+               np.int32(bool(check_finite)), sync), shared_mem=smem2)
         fail, nonfinite, zero = (int(v) for v in sync[1:4].get())
         return (n - fail if fail else -1), (n - zero if zero else -1), nonfinite
 

@@ -360,6 +360,17 @@ def test_random_problems(n, k, dtype, method, downdate, overwrite, block_size, s
 
 # ----------------------------------------------------------------------- GPU (CuPy)
 
+#: the GPU's fused paths: the structured method (k <= 64), the chain of reflectors in one
+#: cooperative launch (k <= 64 forced onto it), one reflect_panel launch per panel
+FUSED_PATHS = ["structured", "chain", "per-panel"]
+
+
+def use_fused_path(monkeypatch, path):
+    from qrlab.gpu import GpuExecutor
+    monkeypatch.setattr(GpuExecutor, "one_launch", path != "per-panel")
+    if path == "chain":
+        monkeypatch.setattr(GpuExecutor, "structured_k_max", 0)
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not gpu_available(), reason="needs CuPy and a CUDA GPU")
 class TestCuPy:
@@ -396,18 +407,18 @@ class TestCuPy:
                               **METHODS[method])
         assert cp.asnumpy(R_d).tobytes() == R.tobytes()
 
-    @pytest.mark.parametrize("one_launch", [True, False], ids=["one-launch", "per-panel"])
+    @pytest.mark.parametrize("path", FUSED_PATHS)
     @pytest.mark.parametrize("overwrite", [False, True])
     @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
     @pytest.mark.parametrize("n, k, j", [(70, 4, 45), (70, 4, 0), (64, 3, 63), (40, 300, 32),
-                                         (300, 16, 299), (300, 16, 131), (200, 700, 150)])
-    def test_failing_downdate_fused(self, n, k, j, dtype, overwrite, one_launch, monkeypatch):
+                                         (300, 16, 299), (300, 16, 131), (200, 700, 150),
+                                         (700, 64, 640), (700, 33, 64)])
+    def test_failing_downdate_fused(self, n, k, j, dtype, overwrite, path, monkeypatch):
         """The fused GPU paths (block_size=None) name the same column and leave R alone;
         k = 700 runs as several launches, the failing column of V in the last."""
         import cupy as cp
 
-        from qrlab.gpu import GpuExecutor
-        monkeypatch.setattr(GpuExecutor, "one_launch", one_launch)
+        use_fused_path(monkeypatch, path)
         R, V = failing_problem(n, k, j, dtype)
         if k > 512:
             V = np.ascontiguousarray(V[:, ::-1])    # the same V V^T
@@ -416,17 +427,18 @@ class TestCuPy:
             cholesky_downdate(R_d, cp.asarray(V), overwrite=overwrite)
         assert cp.asnumpy(R_d).tobytes() == R.tobytes()
 
-    @pytest.mark.parametrize("one_launch", [True, False], ids=["one-launch", "per-panel"])
+    @pytest.mark.parametrize("path", FUSED_PATHS)
     @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
     @pytest.mark.parametrize("n, k", [(300, 1), (300, 64), (97, 256), (40, 2500), (1, 1),
-                                      (32, 5), (33, 7), (1000, 16), (2100, 33)])
-    def test_fused_panels(self, n, k, dtype, one_launch, monkeypatch):
-        """The fused paths (one cooperative launch; one launch per panel, of every width it
-        picks: 32, 16, 8) against the NumPy one."""
+                                      (32, 5), (33, 7), (1000, 16), (2100, 33), (64, 65),
+                                      (65, 2), (129, 64), (4100, 3)])
+    def test_fused_panels(self, n, k, dtype, path, monkeypatch):
+        """The fused paths (the structured method for k <= 64; one cooperative launch;
+        one launch per panel, of every width it picks: 32, 16, 8) against the NumPy one."""
         import cupy as cp
 
         from qrlab.gpu import GpuExecutor
-        monkeypatch.setattr(GpuExecutor, "one_launch", one_launch)
+        use_fused_path(monkeypatch, path)
         assert GpuExecutor().fuses_triangle(dtype, k)
         for downdate in (False, True):
             R, V, A64, target = make_problem(n, k, dtype, downdate, seed=k)
@@ -456,3 +468,54 @@ class TestCuPy:
         V_nan[1, 1] = cp.nan
         with pytest.raises(ValueError, match="non-finite"):
             cholesky_update(cp.asarray(R), V_nan)
+
+    @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+    @pytest.mark.parametrize("downdate", [False, True])
+    def test_structured_reads_r_as_it_is(self, dtype, downdate):
+        """The structured path reads R's upper triangle only, rows of either sign, in C or
+        Fortran order, and V with any strides; results agree with the chain of
+        reflectors and with NumPy."""
+        import cupy as cp
+
+        from qrlab.gpu import GpuExecutor
+        n, k = 300, 7
+        R, V, A64, target = make_problem(n, k, dtype, downdate, seed=3)
+        signs = np.where(np.arange(n) % 3 == 0, -1, 1).astype(dtype)
+        Rs = R * signs[:, None] + np.tril(np.full((n, n), 7, dtype), -1)   # garbage below
+        assert GpuExecutor().structured(dtype, k)
+        for R_d in (cp.asarray(Rs), cp.asfortranarray(cp.asarray(Rs))):
+            V_d = cp.asarray(np.concatenate([V, V], axis=1))[:, ::2]         # strided
+            R1 = cp.asnumpy(cholesky_update(R_d, V_d, downdate=downdate))
+            check_factor(R1, A64, V, target, dtype)
+            np.testing.assert_allclose(R1, cholesky_update(R, V, downdate=downdate),
+                                       rtol=0, atol=50 * n * np.finfo(dtype).eps * np.abs(R1).max())
+            np.testing.assert_array_equal(cp.asnumpy(R_d), Rs)
+
+    @pytest.mark.parametrize("overwrite", [False, True])
+    @pytest.mark.parametrize("where", ["R", "V", "zero"])
+    def test_structured_checks_inside_the_kernels(self, where, overwrite):
+        """Non-finite values and a zero on the diagonal, found by the kernels themselves:
+        the same errors as the other paths, R untouched; with check_finite=False a nan is
+        not silent."""
+        import cupy as cp
+        n, k = 200, 5
+        R, V, _, _ = make_problem(n, k, np.float64, False, seed=4)
+        if where == "R":
+            R[50, 120] = np.nan
+        elif where == "V":
+            V[199, 4] = np.inf
+        else:
+            R[130, 130] = 0
+        R_d, V_d = cp.asarray(R), cp.asarray(V)
+        exc, match = ((np.linalg.LinAlgError, "zero on its diagonal at index 130")
+                      if where == "zero" else (ValueError, f"{where} contains non-finite"))
+        with pytest.raises(exc, match=match):
+            cholesky_update(R_d, V_d, overwrite=overwrite)
+        np.testing.assert_array_equal(cp.asnumpy(R_d), R)
+        if where != "zero":
+            try:
+                R1 = cp.asnumpy(cholesky_update(R_d, V_d, check_finite=False))
+            except np.linalg.LinAlgError:
+                return
+            assert not np.all(np.isfinite(R1))
+

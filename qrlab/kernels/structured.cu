@@ -21,21 +21,28 @@
 //   publishing P_C factors its 64 rows of C (writing M_II and Wm_I per 32 rows, for the
 //   apply) and leaves z at the starts of the apply's row segments (Zs).
 // structured_apply: one block per 64 columns and segment of rows, R~_I = M_II R_I + Wm_I Z
-//   32 rows at a time down the segment, from the segment's z.  It writes nothing if the
-//   solve found a breakdown, so a failed downdate leaves R as it was.
+//   32 rows at a time down the segment, from the segment's z, into out (R itself, or a new
+//   array whose strict lower triangle it zeroes).  It writes nothing if the solve found a
+//   breakdown, so a failed downdate leaves R as it was.
 //
-// Layout: R (leading dimension ldr) and W = V^T (k x n, ldw) row-major; R's strict lower
-// triangle zero.  P, and each segment of Zs: npad x kp (npad = 64 blocks, kp = k rounded
-// up to 4), row i = p_i.  F: per 32 rows, (32 + kp) x 32: row j < 32 is column j of M_II,
-// row 32 + q column q of Wm_I^T... i.e. F[j][r] = M_II[r][j] and F[32 + q][r] = Wm_I[r][q].
-// flip: the sign of each diagonal entry of R (rows are read times it, and R's strict lower
-// triangle not at all).  sync: ints, zero: [ticket, fail, non-finite, zero diagonal, one
-// flag per block]; a breakdown in column j leaves n - j in sync[1] (the largest kept, so
-// the first column), a zero R[j][j] n - j in sync[3], a value of R or W that is not finite
-// bit 1 or 2 in sync[2].
+// Measured on an H100 (float, n = 5000): about 2.6 us per step of the chain for k = 1,
+// 6.7 for k = 16 and 10 for k = 64, most of it the step's barriers, its load of P_{C-1}
+// from L2, its product and the fence before the flag; the apply takes 0.13 to 0.3 ms.
+// The old chain of reflectors (triangle.cu) took 8.5 to 17.5 us per 32 columns.
+//
+// Layout: R (leading dimension ldr), out (ldo) and W = V^T (k x n; strides wq, wc).  R's
+// strict lower triangle is not read, and its rows may have either sign (see st_solve).
+// P, and each segment of Zs: npad x kp (npad = 64 nb, kp = k rounded up to 4), row i = p_i
+// (times the sign of R[i][i]).  F: per 32 rows, (32 + kp) x 32: F[j][r] = M_II[r][j]
+// (times the sign of row j) and F[32 + q][r] = Wm_I[r][q].  sync: ints, zero: [ticket,
+// fail, non-finite, zero diagonal, one flag per block]; a breakdown in column j leaves
+// n - j in sync[1] (the largest kept, so the first column), a zero R[j][j] n - j in
+// sync[3], a value of R or W that is not finite bit 1 or 2 in sync[2].
 
 #define ST_NT 256    // threads per block
 #define ST_B 64      // rows and columns of a block of the solve
+#define ST_LD 68     // leading dimension of 64-column tiles in shared memory: rows 4 banks
+                     // apart, so that the lanes splitting a product's sum do not collide
 
 __device__ __forceinline__ void st_wait(const int* flag)
 {
@@ -53,16 +60,16 @@ __device__ __forceinline__ void st_publish(int* flag)
 }
 
 template <int ROWS, typename T>
-__device__ __forceinline__ void st_fetch(T x[ROWS / 4], const T* R, long ldr, const T* flip,
-                                         int n, int r0, int c0)
+__device__ __forceinline__ void st_fetch(T x[ROWS / 4], const T* R, long ldr, int n, int r0,
+                                         int c0)
 {
-    // rows r0 .. r0 + ROWS, columns c0 .. c0 + 64 of triu(R) with row r times flip[r] (the
-    // sign of R[r][r]), zero outside R, into registers: column tid % 64, rows tid / 64 + 4u
+    // rows r0 .. r0 + ROWS, columns c0 .. c0 + 64 of triu(R), zero outside R, into
+    // registers: column tid % 64, rows tid / 64 + 4u
     const int c = c0 + (threadIdx.x & 63), r = r0 + (threadIdx.x >> 6);
 #pragma unroll
     for (int u = 0; u < ROWS / 4; ++u) {
         const int ru = r + 4 * u;
-        x[u] = (ru <= c && c < n) ? R[(long)ru * ldr + c] * flip[ru] : T(0);
+        x[u] = (ru <= c && c < n) ? R[(long)ru * ldr + c] : T(0);
     }
 }
 
@@ -76,14 +83,15 @@ __device__ __forceinline__ bool st_finite(const T x[N])
 }
 
 template <int ROWS, typename T>
-__device__ __forceinline__ void st_stash(T* X, const T x[ROWS / 4], bool transpose)
+__device__ __forceinline__ void st_stash(T* X, const T x[ROWS / 4], bool transpose = false)
 {
-    // what st_fetch read, into X (ROWS x 64, or its transpose 64 x ROWS)
+    // what st_fetch read, into X (ROWS x 64, or its transpose 64 x ROWS; leading
+    // dimension ST_LD)
     const int c = threadIdx.x & 63, r = threadIdx.x >> 6;
 #pragma unroll
     for (int u = 0; u < ROWS / 4; ++u) {
-        if (transpose) X[c * ROWS + r + 4 * u] = x[u];
-        else X[(r + 4 * u) * 64 + c] = x[u];
+        if (transpose) X[c * ST_LD + r + 4 * u] = x[u];
+        else X[(r + 4 * u) * ST_LD + c] = x[u];
     }
 }
 
@@ -129,18 +137,19 @@ __device__ __forceinline__ void st_copy_out(T* dst, const T* src, int count)
 
 template <typename T>
 __device__ __forceinline__ void st_mac(T acc[4][4], const T* At, int lda, const T* B, int ldb,
-                                       int K, int q0, int c0, int tq)
+                                       int K, int q0, int c0, int tq, int aq = 1)
 {
-    // acc[i][j] += sum_{l < K} At[l][q0 + i] B[l][c0 + j], i < tq, j < 4
+    // acc[i][j] += sum_{l < K} At[l][q0 + i] B[l][c0 + j], i < tq, j < 4, where At[l][q] is
+    // At[l * lda + q * aq]
 #pragma unroll 4
     for (int l = 0; l < K; ++l) {
         T b[4];
         lds4(B + l * ldb + c0, b);
-        const T* a = At + l * lda + q0;
+        const T* a = At + l * lda + q0 * aq;
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
             if (i < tq) {
-                const T ai = a[i];
+                const T ai = a[i * aq];
 #pragma unroll
                 for (int j = 0; j < 4; ++j) acc[i][j] = fma(ai, b[j], acc[i][j]);
             }
@@ -151,17 +160,32 @@ __device__ __forceinline__ void st_mac(T acc[4][4], const T* At, int lda, const 
 template <typename T>
 __device__ void st_product(T* out, int oq, int oc, const T* At, int lda, const T* B, int ldb,
                            int K, int rows, int cols, int tq, T sgn, bool accumulate,
-                           int czero = 0)
+                           int czero = 0, int aq = 1)
 {
     // out[q][c] (at out[q * oq + c * oc]) = (accumulate ? out[q][c] : 0)
     //     + sgn sum_{l < K} At[l][q] B[l][c]    for q < rows, c < cols (a multiple of 4),
-    // and 0 for c < czero.  Thread: columns 4g .. 4g + 4, rows tq f .. tq f + tq.  No
-    // barrier.
-    const int ng = cols / 4, g = threadIdx.x % ng, f = threadIdx.x / ng;
+    // and 0 for c < czero; At[l][q] is At[l * lda + q * aq].  Thread: ks neighbouring lanes split the sum (ks a power of
+    // two up to 16, as many as the outputs leave threads for: a product with few rows is
+    // short), then columns 4g .. 4g + 4, then rows tq f .. tq f + tq.  No barrier; every
+    // thread must call it (the partial sums meet by shuffles).
+    const int ng = cols / 4, nf = (rows + tq - 1) / tq;
+    int ks = 1;
+    while (ks < 16 && 2 * ks * ng * nf <= ST_NT) ks *= 2;
+    const int s = threadIdx.x % ks, g = (threadIdx.x / ks) % ng, f = threadIdx.x / (ks * ng);
     const int q0 = f * tq, c0 = 4 * g;
-    if (q0 >= rows) return;
     T acc[4][4] = {};
-    st_mac(acc, At, lda, B, ldb, K, q0, c0, tq);
+    if (q0 < rows && s < K)
+        st_mac(acc, At + s * lda, ks * lda, B + s * ldb, ks * ldb, (K - s + ks - 1) / ks, q0, c0,
+               tq, aq);
+    for (int o = ks / 2; o > 0; o /= 2) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+            if (i < tq) {
+#pragma unroll
+                for (int j = 0; j < 4; ++j) acc[i][j] += __shfl_xor_sync(0xffffffff, acc[i][j], o);
+            }
+    }
+    if (s != 0 || q0 >= rows) return;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
         if (i < tq && q0 + i < rows) {
@@ -175,19 +199,41 @@ __device__ void st_product(T* out, int oq, int oc, const T* At, int lda, const T
 }
 
 template <typename T>
-__device__ void st_invert(T* inv, const T* U, const T* rd)
+__device__ void st_invert(T* inv, const T* U, const T* rd, T* tmp)
 {
-    // inv = U^{-1} (64 x 64 upper triangular, rd[i] = 1 / U[i][i]): thread 4j + q takes
-    // column j from the bottom up, its dot products split over the four lanes
-    const int j = threadIdx.x >> 2, q = threadIdx.x & 3;
-    for (int i = ST_B - 1; i >= 0; --i) {
-        T s = 0;
-        for (int l = i + 1 + q; l <= j; l += 4) s = fma(U[i * ST_B + l], inv[l * ST_B + j], s);
-        s += __shfl_xor_sync(0xffffffff, s, 1);
-        s += __shfl_xor_sync(0xffffffff, s, 2);
-        if (q == 0) inv[i * ST_B + j] = i > j ? T(0) : i == j ? rd[i] : -s * rd[i];
-        __syncwarp();
+    // inv = U^{-1} (64 x 64 upper triangular, rd[i] = 1 / U[i][i]; leading dimension
+    // ST_LD), zero below the diagonal.  The 16 x 16 diagonal blocks by back substitution
+    // in registers, a thread per column; then [A B; 0 D]^{-1} = [A^{-1}, -A^{-1} B D^{-1};
+    // 0, D^{-1}] for 32 and then 64 rows, as products through tmp (32 x ST_LD).  Starts
+    // and ends with the block in step.
+    const int tid = threadIdx.x;
+    if (tid < ST_B) {
+        const int b = tid >> 4, jj = tid & 15, base = 16 * b;
+        T x[16];
+#pragma unroll
+        for (int ii = 15; ii >= 0; --ii) {
+            T s = 0;
+#pragma unroll
+            for (int l = ii + 1; l < 16; ++l) s = fma(U[(base + ii) * ST_LD + base + l], x[l], s);
+            x[ii] = ii > jj ? T(0) : ii == jj ? rd[base + ii] : -s * rd[base + ii];
+        }
+#pragma unroll
+        for (int ii = 0; ii < 16; ++ii) inv[(base + ii) * ST_LD + tid] = x[ii];
+        for (int i = 0; i < ST_B; ++i)
+            if ((i >> 4) != b) inv[i * ST_LD + tid] = 0;
     }
+    for (int w = 16; w < ST_B; w *= 2) {           // join blocks of w into blocks of 2w
+        for (int p = 0; p < ST_B; p += 2 * w) {
+            __syncthreads();
+            // tmp = B D^{-1}, then the block above D = -A^{-1} tmp
+            st_product(tmp, ST_LD, 1, U + p * ST_LD + p + w, 1, inv + (p + w) * ST_LD + p + w,
+                       ST_LD, w, w, w, w <= 16 ? 1 : 2, T(1), false, 0, ST_LD);
+            __syncthreads();
+            st_product(inv + p * ST_LD + p + w, ST_LD, 1, inv + p * ST_LD + p, 1, tmp, ST_LD,
+                       w, w, w, w <= 16 ? 1 : 2, T(-1), false, 0, ST_LD);
+        }
+    }
+    __syncthreads();
 }
 
 template <typename T>
@@ -243,19 +289,18 @@ __device__ int st_cholesky_upper(T* A, int la)
 
 template <typename T>
 __device__ void st_solve(const T* __restrict__ R, long ldr, const T* __restrict__ W, long wq,
-                         long wc, const T* flip, int n, int k, T sgn, T* P, T* F, T* Zs,
-                         int sb, int* sync)
+                         long wc, int n, int k, T sgn, T* P, T* F, T* Zs, int sb, int* sync)
 {
     extern __shared__ __align__(16) unsigned char st_raw[];
     const int kp = (k + 3) & ~3, tid = threadIdx.x;
     T* const inv = reinterpret_cast<T*>(st_raw);      // R_CC^{-1}; then S and L
-    T* const tile = inv + ST_B * ST_B;                 // tiles of R; with Mx, then [C | X]
-    T* const Mx = tile + ST_B * ST_B;                  // R_{C-1,C} R_CC^{-1}
-    T* const zT = Mx + ST_B * ST_B;                    // z (64 x kp: row c is column c);
+    T* const tile = inv + ST_B * ST_LD;                // tiles of R; with Mx, then [C | X]
+    T* const Mx = tile + ST_B * ST_LD;                 // R_{C-1,C} R_CC^{-1}
+    T* const zT = Mx + ST_B * ST_LD;                   // z (64 x kp: row c is column c);
     T* const yT = zT + ST_B * kp;                      //   then X^T (kp x 64)
     T* const pT = yT + ST_B * kp;                      // the P_J coming in
     __shared__ int s_ticket;
-    __shared__ T rdiag[ST_B];
+    __shared__ T rdiag[ST_B], dsign[ST_B];
     const int nb = (n + ST_B - 1) / ST_B;
     const long npad = (long)nb * ST_B;
     int* const fail = sync + 1;
@@ -265,12 +310,15 @@ __device__ void st_solve(const T* __restrict__ R, long ldr, const T* __restrict_
     const int C = s_ticket, c0 = C * ST_B, h = min(ST_B, n - c0);
     const int tq = k <= 16 ? 1 : k <= 32 ? 2 : 4;     // rows per thread of a k x 64 product
 
-    // R_CC^{-1} (the identity past n); z = V^T_C; M = R_{C-1,C} R_CC^{-1}
+    // Row signs: R = D R+ with R+'s diagonal positive, and R+^T R+ = R^T R.  The block
+    // publishes D_C P_C, so that P_J^T R+_JC = (D_J P_J)^T R_JC takes R's tiles as they are
+    // (and so does the apply), and scales column j of M_II by the sign of row j.
+    // R+_CC^{-1} (the identity past n); z = V^T_C; M = R_{C-1,C} R+_CC^{-1}.
     // (every value of triu(R) and V passes st_finite once: a non-finite one sets sync[2])
     T x[16];
-    st_fetch<64>(x, R, ldr, flip, n, c0, c0);
+    st_fetch<64>(x, R, ldr, n, c0, c0);
     bool finite = st_finite<16>(x), finite_w = true;
-    st_stash<64>(tile, x, false);
+    st_stash<64>(tile, x);
     for (int e = tid; e < ST_B * kp; e += ST_NT) {
         const int c = e % ST_B, q = e / ST_B;
         const T w = (q < k && c < h) ? W[q * wq + (c0 + c) * wc] : T(0);
@@ -280,77 +328,87 @@ __device__ void st_solve(const T* __restrict__ R, long ldr, const T* __restrict_
     }
     __syncthreads();
     if (tid < ST_B) {
-        if (tid >= h) tile[tid * ST_B + tid] = 1;
+        if (tid >= h) tile[tid * ST_LD + tid] = 1;
+        const T d = tile[tid * ST_LD + tid];
         // a zero on the diagonal: R is singular (sync[3] keeps the first, as n - j)
-        if (tile[tid * ST_B + tid] == T(0)) atomicMax(sync + 3, n - (c0 + tid));
-        rdiag[tid] = T(1) / tile[tid * ST_B + tid];
+        if (d == T(0)) atomicMax(sync + 3, n - (c0 + tid));
+        dsign[tid] = d < T(0) ? T(-1) : T(1);
+        rdiag[tid] = T(1) / fabs(d);
     }
     __syncthreads();
-    st_invert(inv, tile, rdiag);
+    for (int e = tid; e < ST_B * ST_B; e += ST_NT) tile[(e / ST_B) * ST_LD + e % ST_B] *= dsign[e / ST_B];
     __syncthreads();
+    st_invert(inv, tile, rdiag, Mx);
     if (C >= 1) {
-        st_fetch<64>(x, R, ldr, flip, n, c0 - ST_B, c0);
+        st_fetch<64>(x, R, ldr, n, c0 - ST_B, c0);
         finite &= st_finite<16>(x);
         st_stash<64>(tile, x, true);
         __syncthreads();
-        st_product(Mx, ST_B, 1, tile, ST_B, inv, ST_B, ST_B, ST_B, ST_B, 4, T(1), false);
+        st_product(Mx, ST_LD, 1, tile, ST_LD, inv, ST_LD, ST_B, ST_B, ST_B, 4, T(1), false);
     }
 
-    // S = I + sgn sum_J P_J^T P_J, accumulated in registers: rows gtq gf .., columns 4 gg ..
+    // S = I + sgn sum_J P_J^T P_J: each thread keeps its share of the sums (a slice of J's
+    // rows, as st_product splits them), reduced once at the end
     T g[4][4] = {};
-    const int gng = kp / 4, gg = tid % gng, gf = tid / gng, gtq = (k * kp + 1023) / 1024;
-    const bool gram = gf * gtq < k;
+    const int gtq = k <= 16 ? 1 : k <= 32 ? 2 : 4, gng = kp / 4, gnf = (k + gtq - 1) / gtq;
+    int gks = 1;
+    while (gks < 16 && 2 * gks * gng * gnf <= ST_NT) gks *= 2;
+    const int gs = tid % gks, gg = (tid / gks) % gng, gq = (tid / (gks * gng)) * gtq;
+    const bool gram = gq < k;
 
-    // z -= P_J^T R_JC for J < C - 1, the tiles of R one ahead in registers
+    // z -= (D_J P_J)^T R_JC for J < C - 1, the tiles of R one ahead in registers
     T nxt[16];
-    if (C >= 2) st_fetch<64>(nxt, R, ldr, flip, n, 0, c0);
+    if (C >= 2) st_fetch<64>(nxt, R, ldr, n, 0, c0);
     for (int J = 0; J + 1 < C; ++J) {
         __syncthreads();
-        st_stash<64>(tile, nxt, false);
+        st_stash<64>(tile, nxt);
         finite &= st_finite<16>(nxt);
-        if (J + 2 < C) st_fetch<64>(nxt, R, ldr, flip, n, (J + 1) * ST_B, c0);
+        if (J + 2 < C) st_fetch<64>(nxt, R, ldr, n, (J + 1) * ST_B, c0);
         if (J > 0 && J % sb == 0) st_copy_out(Zs + (J / sb) * npad * kp + (long)c0 * kp, zT, ST_B * kp);
         if (tid == 0) st_wait(flags + J);
         __syncthreads();
         st_copy_in(pT, P + (long)J * ST_B * kp, ST_B * kp);
         __syncthreads();
-        st_product(zT, 1, kp, pT, kp, tile, ST_B, ST_B, k, ST_B, tq, T(-1), true);
-        if (gram) st_mac(g, pT, kp, pT, kp, ST_B, gf * gtq, 4 * gg, gtq);
+        st_product(zT, 1, kp, pT, kp, tile, ST_LD, ST_B, k, ST_B, tq, T(-1), true);
+        if (gram) st_mac(g, pT + gs * kp, gks * kp, pT + gs * kp, gks * kp, ST_B / gks, gq, 4 * gg, gtq);
     }
     __syncthreads();
     if (C >= 2 && (C - 1) % sb == 0) st_copy_out(Zs + ((C - 1) / sb) * npad * kp + (long)c0 * kp, zT, ST_B * kp);
 
-    // the chain: P_C = z R_CC^{-1} - P_{C-1} M
-    st_product(yT, 1, kp, zT, kp, inv, ST_B, ST_B, k, ST_B, tq, T(1), false);
+    // the chain: P_C = z R+_CC^{-1} - P_{C-1}^T R+_{C-1,C} R+_CC^{-1}, published as D_C P_C
+    st_product(yT, 1, kp, zT, kp, inv, ST_LD, ST_B, k, ST_B, tq, T(1), false);
     if (C >= 1) {
         if (tid == 0) st_wait(flags + C - 1);
         __syncthreads();
         st_copy_in(pT, P + (long)(C - 1) * ST_B * kp, ST_B * kp);
         __syncthreads();
-        st_product(yT, 1, kp, pT, kp, Mx, ST_B, ST_B, k, ST_B, tq, T(-1), true);
+        st_product(yT, 1, kp, pT, kp, Mx, ST_LD, ST_B, k, ST_B, tq, T(-1), true);
     }
     __syncthreads();
-    st_copy_out(P + (long)c0 * kp, yT, ST_B * kp);
+    for (int e = tid; e < ST_B * kp; e += ST_NT) P[(long)c0 * kp + e] = yT[e] * dsign[e / kp];
     __syncthreads();
     if (tid == 0) st_publish(flags + C);
     if (!finite || !finite_w) atomicOr(sync + 2, (finite ? 0 : 1) | (finite_w ? 0 : 2));
 
     // off the chain: the last term of S, and z at the segment that starts here
-    if (C >= 1 && gram) st_mac(g, pT, kp, pT, kp, ST_B, gf * gtq, 4 * gg, gtq);
+    if (C >= 1 && gram) st_mac(g, pT + gs * kp, gks * kp, pT + gs * kp, gks * kp, ST_B / gks, gq, 4 * gg, gtq);
+    for (int o = gks / 2; o > 0; o /= 2)
+        for (int i = 0; i < 4; ++i)
+            for (int j = 0; j < 4; ++j) g[i][j] += __shfl_xor_sync(0xffffffff, g[i][j], o);
     if (C >= 1 && C % sb == 0) {
-        st_fetch<64>(x, R, ldr, flip, n, c0 - ST_B, c0);
-        st_stash<64>(tile, x, false);
+        st_fetch<64>(x, R, ldr, n, c0 - ST_B, c0);
+        st_stash<64>(tile, x);
         __syncthreads();
-        st_product(zT, 1, kp, pT, kp, tile, ST_B, ST_B, k, ST_B, tq, T(-1), true);
+        st_product(zT, 1, kp, pT, kp, tile, ST_LD, ST_B, k, ST_B, tq, T(-1), true);
         __syncthreads();
         st_copy_out(Zs + (C / sb) * npad * kp + (long)c0 * kp, zT, ST_B * kp);
     }
     __syncthreads();
     T* const S = inv;
-    if (gram) {
+    if (gram && gs == 0) {
         for (int i = 0; i < gtq; ++i)
             for (int j = 0; j < 4; ++j) {
-                const int q = gf * gtq + i, r = 4 * gg + j;
+                const int q = gq + i, r = 4 * gg + j;
                 if (q < k && r < k) S[q * kp + r] = T(q == r) + sgn * g[i][j];
             }
     }
@@ -412,12 +470,13 @@ __device__ void st_solve(const T* __restrict__ R, long ldr, const T* __restrict_
         }
     }
     __syncthreads();
-    // F per 32 rows: F[j][r] = U[r][j] (zero below the diagonal), F[32 + q][r] = Wm[r][q]
+    // F per 32 rows: F[j][r] = U[r][j] d_j (zero below the diagonal; M_II R+_I = (M_II
+    // D_I) R_I), F[32 + q][r] = Wm[r][q]
     for (int b = 0; b < 2; ++b) {
         T* const out = F + (2L * C + b) * (32 + kp) * 32;
         for (int e = tid; e < (32 + kp) * 32; e += ST_NT) {
             const int jj = e / 32, r = e % 32, row = 32 * b + r;
-            out[e] = jj < 32 ? (jj >= r ? A[row * la + 32 * b + jj] : T(0))
+            out[e] = jj < 32 ? (jj >= r ? A[row * la + 32 * b + jj] * dsign[32 * b + jj] : T(0))
                              : A[row * la + ST_B + jj - 32];
         }
     }
@@ -425,7 +484,7 @@ __device__ void st_solve(const T* __restrict__ R, long ldr, const T* __restrict_
 
 template <typename T>
 __device__ void st_apply(const T* R, long ldr, T* out, long ldo, const T* __restrict__ W,
-                         long wq, long wc, const T* flip, int n, int k, const T* P,
+                         long wq, long wc, int n, int k, const T* P,
                          const T* F, const T* Zs, const int4* table, int check,
                          const int* sync)
 {
@@ -444,9 +503,9 @@ __device__ void st_apply(const T* R, long ldr, T* out, long ldo, const T* __rest
         }
         return;
     }
-    T* const B = reinterpret_cast<T*>(st_raw);   // R_I (32 x 64), then Z (kp x 64)
-    T* const Z = B + 32 * 64;
-    T* const Ft = Z + kp * 64;                   // F of the 32 rows, (32 + kp) x 32
+    T* const B = reinterpret_cast<T*>(st_raw);   // R_I (32 x 64), then Z (kp x 64): ST_LD
+    T* const Z = B + 32 * ST_LD;
+    T* const Ft = Z + kp * ST_LD;                // F of the 32 rows, (32 + kp) x 32
     T* const Pi = Ft + (32 + kp) * 32;           // P_I (32 x kp)
     const long npad = (long)((n + ST_B - 1) / ST_B) * ST_B;
     const int tq = k <= 16 ? 1 : k <= 32 ? 2 : 4;
@@ -456,33 +515,33 @@ __device__ void st_apply(const T* R, long ldr, T* out, long ldo, const T* __rest
         T z = 0;
         if (q < k && c0 + c < n)
             z = seg == 0 ? W[q * wq + (c0 + c) * wc] : Zs[seg * npad * kp + (long)(c0 + c) * kp + q];
-        Z[e] = z;
+        Z[q * ST_LD + c] = z;
     }
     T rt[8];
     int4 fv[6 * sizeof(T) / 8], pv[4 * sizeof(T) / 8];
     const int nf = (32 + kp) * 32, np = 32 * kp;
-    st_fetch<32>(rt, R, ldr, flip, n, r_begin, c0);
+    st_fetch<32>(rt, R, ldr, n, r_begin, c0);
     st_fetch_vec<6 * sizeof(T) / 8>(fv, F + (long)(r_begin / 32) * nf, nf);
     st_fetch_vec<4 * sizeof(T) / 8>(pv, P + (long)r_begin * kp, np);
     const int g = tid % 16, f = tid / 16;
     for (int r0 = r_begin; r0 < r_end; r0 += 32) {
         __syncthreads();
-        st_stash<32>(B, rt, false);
+        st_stash<32>(B, rt);
         st_stash_vec<6 * sizeof(T) / 8>(Ft, fv, nf);
         st_stash_vec<4 * sizeof(T) / 8>(Pi, pv, np);
         if (r0 + 32 < r_end) {
-            st_fetch<32>(rt, R, ldr, flip, n, r0 + 32, c0);
+            st_fetch<32>(rt, R, ldr, n, r0 + 32, c0);
             st_fetch_vec<6 * sizeof(T) / 8>(fv, F + (long)(r0 / 32 + 1) * nf, nf);
             st_fetch_vec<4 * sizeof(T) / 8>(pv, P + (long)(r0 + 32) * kp, np);
         }
         __syncthreads();
         // Z -= P_I^T R_I; the columns these rows finish are zero from here on
-        st_product(Z, 64, 1, Pi, kp, B, 64, 32, k, 64, tq, T(-1), true, r0 + 32 - c0);
+        st_product(Z, ST_LD, 1, Pi, kp, B, ST_LD, 32, k, 64, tq, T(-1), true, r0 + 32 - c0);
         __syncthreads();
         // R~_I = M_II R_I + Wm_I Z: rows 2f, 2f + 1, columns 4g .. 4g + 4 (zero left of the
         // diagonal, where both terms are)
         T acc[4][4] = {};
-        st_mac(acc, Ft, 32, B, 64, 32 + kp, 2 * f, 4 * g, 2);
+        st_mac(acc, Ft, 32, B, ST_LD, 32 + kp, 2 * f, 4 * g, 2);
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
             const int r = r0 + 2 * f + i;
@@ -497,21 +556,21 @@ __device__ void st_apply(const T* R, long ldr, T* out, long ldo, const T* __rest
 
 extern "C" {
 __global__ void __launch_bounds__(ST_NT) structured_solve_f32(
-    const float* R, long ldr, const float* W, long wq, long wc, const float* flip, int n, int k,
-    float sgn, float* P, float* F, float* Zs, int sb, int* sync)
-{ st_solve(R, ldr, W, wq, wc, flip, n, k, sgn, P, F, Zs, sb, sync); }
+    const float* R, long ldr, const float* W, long wq, long wc, int n, int k, float sgn,
+    float* P, float* F, float* Zs, int sb, int* sync)
+{ st_solve(R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, sb, sync); }
 __global__ void __launch_bounds__(ST_NT) structured_solve_f64(
-    const double* R, long ldr, const double* W, long wq, long wc, const double* flip, int n,
-    int k, double sgn, double* P, double* F, double* Zs, int sb, int* sync)
-{ st_solve(R, ldr, W, wq, wc, flip, n, k, sgn, P, F, Zs, sb, sync); }
+    const double* R, long ldr, const double* W, long wq, long wc, int n, int k, double sgn,
+    double* P, double* F, double* Zs, int sb, int* sync)
+{ st_solve(R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, sb, sync); }
 __global__ void __launch_bounds__(ST_NT) structured_apply_f32(
-    const float* R, long ldr, float* out, long ldo, const float* W, long wq, long wc,
-    const float* flip, int n, int k, const float* P, const float* F, const float* Zs,
-    const int4* table, int check, const int* sync)
-{ st_apply(R, ldr, out, ldo, W, wq, wc, flip, n, k, P, F, Zs, table, check, sync); }
+    const float* R, long ldr, float* out, long ldo, const float* W, long wq, long wc, int n,
+    int k, const float* P, const float* F, const float* Zs, const int4* table, int check,
+    const int* sync)
+{ st_apply(R, ldr, out, ldo, W, wq, wc, n, k, P, F, Zs, table, check, sync); }
 __global__ void __launch_bounds__(ST_NT) structured_apply_f64(
-    const double* R, long ldr, double* out, long ldo, const double* W, long wq, long wc,
-    const double* flip, int n, int k, const double* P, const double* F, const double* Zs,
-    const int4* table, int check, const int* sync)
-{ st_apply(R, ldr, out, ldo, W, wq, wc, flip, n, k, P, F, Zs, table, check, sync); }
+    const double* R, long ldr, double* out, long ldo, const double* W, long wq, long wc, int n,
+    int k, const double* P, const double* F, const double* Zs, const int4* table, int check,
+    const int* sync)
+{ st_apply(R, ldr, out, ldo, W, wq, wc, n, k, P, F, Zs, table, check, sync); }
 }
