@@ -530,38 +530,40 @@ for n in sorted({r["n"] for r in rows}):
     print(f"{n:>6}" + "".join(f"{t:>8.1f}" for t in line))
 
 # %% [markdown]
-# On the GPU the blocked method does not run as array operations. The whole update is
-# **one kernel launch** (`qrlab/kernels/triangle.cu`): one thread block per SM owns tiles
-# of 32 columns of $[R; V^T]$; the block that owns the next panel's columns brings them up
-# to date and factors them at once (one to sixteen warps, the columns in registers, one
-# reflector per column), publishes the compact WY form through device memory, and every
-# block applies it to its tiles while the following panel is already being factored. A
-# launch takes up to 512 columns of $V$ (256 in float64); more columns run as several
-# launches, one after the other (column "path" in the JSON). The log also times one
-# launch of `qrlab/kernels/reflect.cu` per panel for every case (column "per-panel
-# launches") and the array-operation panels ($b = 256$) up to $n = 5000$.
+# On the GPU the update does not run as array operations. For $k \le 64$ it runs the
+# **structured method** in two kernel launches (`qrlab/kernels/structured.cu`):
+# $\tilde R = M R$, where $M$ is the Cholesky factor of $I \pm P P^T$ and
+# $P = R^{-T} V$. $M$ never exists as a matrix: its diagonal blocks and two thin factors
+# per block of 64 rows are enough (Gill, Golub, Murray and Saunders' method C1, in
+# blocks; see the Notes of `cholesky_update`). The first launch solves for $P$, one block
+# of 64 rows per step, and factors $M$'s diagonal blocks. The second forms $M R$ as
+# matrix products. So the only chain left is the triangular solve, 64 rows a step,
+# where the reflectors made a chain of $n$ dependent steps. For $k = 256$ the whole
+# update is **one launch** of the chain of reflectors (`qrlab/kernels/triangle.cu`). One
+# thread block per SM owns tiles of 32 columns of $[R; V^T]$. The block that owns the
+# next panel's columns brings them up to date and factors them at once. It publishes the
+# compact WY form through device memory, and every block applies it while the next
+# panel is already being factored. The log also times that chain for $k \le 64$ (column
+# "chain of reflectors"), one launch of `qrlab/kernels/reflect.cu` per panel (column
+# "per-panel launches"), and the array-operation panels ($b = 256$) up to $n = 5000$.
 #
-# Plainly: **the update beats cuSOLVER's refactorization for every $k \le 64$ at
-# $n \ge 5000$, in both precisions** (1.5 to 6.9 times with $\tilde A$'s forming
-# included, 1.5 to 6.7 without: the thinnest margin is float64, $n = 5000$, $k = 64$),
-# and already at $n = 1000$ for $k \le 16$; for $k = 256$ it wins from $n = 5000$ in
-# float32 and from $n = 10000$ in float64, and at $n \le 2000$ refactorizing $k = 256$
-# columns is faster. What bounds it is the chain of $n$ dependent reflectors: about 8.5
-# to 30 us per panel of 32 columns in float32 (15 to 65 in float64) on the critical path
-# (waiting for the previous panel, updating the next panel's columns, factoring them: a
-# shuffle, a square root and a reciprocal per column, publishing), so 2.2 to 5.1 ms at
-# $n = 5000$ for $k \le 64$. It sits 6 to 525 times above the bandwidth floor (reading
-# and writing $R$ once): the floor is not the bound at these sizes, the chain is. One
-# launch is 2 to 5 times faster than one launch per panel, and 5 to 22 times faster
-# than the array-operation panels. The
+# Plainly: **the update beats cuSOLVER's refactorization for every $k \le 64$ at every
+# $n$ from 1000 up, in both precisions**. At $n \ge 5000$ it is 3.0 to 37 times faster
+# with $\tilde A$'s forming included and 2.9 to 36 times without; the thinnest margin is
+# float64, $n = 5000$, $k = 64$. For $k = 256$ it wins from $n = 5000$ in float32 and
+# from $n = 10000$ in float64; at $n \le 2000$, refactorizing is faster for $k = 256$.
+# The structured method is 1.4 to 5.4 times faster than the chain of reflectors. It sits
+# 4.8 to 17 times above the floor at $k \le 64$ and $n \ge 5000$; the chain sat 8.7 to 63
+# times above. What bounds it now: a step of the solve costs 2.6 to 10 us (its barriers,
+# its load of the previous block from L2, one small product and the fence before the
+# flag), and the product $M R$ runs at about half the bandwidth it could. The
 # checks, on the committed numbers:
 
 # %%
-assert all(r["path"] == "one launch" for r in rows)
+assert all(r["path"] == ("structured" if r["k"] <= 64 else "one launch") for r in rows)
 wins = {(r["dtype"], r["n"], r["k"]) for r in rows
         if max(r["t_update_ms"], r["t_downdate_ms"]) < r["t_recompute_incl_ms"]}
-assert all((r["dtype"], r["n"], r["k"]) in wins for r in rows
-           if r["n"] >= 5000 and r["k"] <= 64)
+assert all((r["dtype"], r["n"], r["k"]) in wins for r in rows if r["k"] <= 64)
 assert all(r["t_update_ms"] < r["t_recompute_excl_ms"] for r in rows
            if r["n"] >= 5000 and r["k"] <= 64)
 assert not any(k == 256 and n <= 2000 for _, n, k in wins)
@@ -574,13 +576,18 @@ once_vs_panels = [r["t_update_per_panel_ms"] / r["t_update_ms"] for r in rows
                   if "t_update_per_panel_ms" in r]
 fused_vs_arrays = [r["t_update_arrayops_ms"] / r["t_update_ms"] for r in rows
                    if "t_update_arrayops_ms" in r]
+chain_vs_structured = [r["t_update_chain_ms"] / r["t_update_ms"] for r in rows
+                      if "t_update_chain_ms" in r]
 assert min(once_vs_panels) > 1.4 and min(fused_vs_arrays) > 1.4
-assert min(r["update_over_floor"] for r in rows) > 5
+assert min(chain_vs_structured) > 1.3
+assert min(r["update_over_floor"] for r in rows) > 4
 print(f"on the {GPU.split(',')[0]}: the update beats refactorization in {len(wins)} of "
       f"{len(rows)} cases: {sorted(wins)}")
-print(f"one launch / one launch per panel: {min(once_vs_panels):.1f} to "
+print(f"structured / chain of reflectors (k <= 64): {min(chain_vs_structured):.1f} to "
+      f"{max(chain_vs_structured):.1f} times faster")
+print(f"fused / one launch per panel: {min(once_vs_panels):.1f} to "
       f"{max(once_vs_panels):.1f} times faster")
-print(f"one launch / array-operation panels: {min(fused_vs_arrays):.1f} to "
+print(f"fused / array-operation panels: {min(fused_vs_arrays):.1f} to "
       f"{max(fused_vs_arrays):.1f} times faster")
 print(f"update / floor: at least {min(r['update_over_floor'] for r in rows):.0f}")
 
@@ -854,11 +861,12 @@ print("stationary window: q='none' error below 100 cond(A) eps at every cond: Tr
 #   the panels above them on the GPU.
 # * qrlab's blocked method uses compact-WY (hyperbolic) reflectors: a fixed number of
 #   array operations per panel of $b$ columns, all $k$ columns of $V$ in one pass.
-# * On the GPU the whole update is one kernel launch: the next panel is factored while
-#   the rest of the matrix is still being updated. On the H100 that beats cuSOLVER's
-#   refactorization for every $k \le 64$ at $n \ge 5000$ (up to 6.9 times at
-#   $n = 20000$), and for $k \le 16$ from $n = 1000$: the chain of $n$ dependent
-#   reflectors, some 8.5 to 30 us per panel of 32 columns, is the bound.
+# * On the GPU, for $k \le 64$, the update is $\tilde R = M R$ with $M$ the structured
+#   Cholesky factor of $I \pm P P^T$, $P = R^{-T} V$: two launches, a triangular solve
+#   64 rows a step, then matrix products. On the H100 that beats cuSOLVER's
+#   refactorization for every $k \le 64$ from $n = 1000$ (up to 37 times at
+#   $n = 20000$). It runs 1.4 to 5.4 times faster than the chain of $n$ dependent
+#   reflectors that $k = 256$ still uses, and 4.8 to 17 times above the bandwidth floor.
 # * Errors are a few $\varepsilon$ in $\max|\tilde A - \tilde R^T\tilde R|/\max|\tilde A|$,
 #   like refactorizing, in both precisions; an impossible downdate raises `LinAlgError`
 #   naming the first failing column.
