@@ -186,22 +186,18 @@ def run_case(xp, clock, dtype, n, ks, args, rng, rates):
         res["t_downdate_ms"], res["t_downdate_all"] = median_ms(
             clock, lambda: (R, fresh_v()),
             lambda R_, V: cholesky_update(R_, V, downdate=True, block_size=b_run), args.reps)
-        if structured:
-            k_max, type(executor).structured_k_max = type(executor).structured_k_max, 0
-            try:
-                res["t_update_chain_ms"], _ = median_ms(
-                    clock, lambda: (R, fresh_v()), lambda R_, V: cholesky_update(R_, V),
-                    args.reps)
-            finally:
-                type(executor).structured_k_max = k_max
-        if once:
-            type(executor).one_launch = False
-            try:
-                res["t_update_per_panel_ms"], _ = median_ms(
-                    clock, lambda: (R, fresh_v()), lambda R_, V: cholesky_update(R_, V),
-                    args.reps)
-            finally:
-                type(executor).one_launch = True
+        # the other fused paths, by a class setting of the executor for the one timing
+        for key, run_it, setting, value in (
+                ("t_update_chain_ms", structured, "structured_k_max", 0),
+                ("t_update_per_panel_ms", once, "one_launch", False)):
+            if run_it:
+                saved = getattr(type(executor), setting)
+                setattr(type(executor), setting, value)
+                try:
+                    res[key], _ = median_ms(clock, lambda: (R, fresh_v()),
+                                            lambda R_, V: cholesky_update(R_, V), args.reps)
+                finally:
+                    setattr(type(executor), setting, saved)
         if fused and n <= args.arrayops_max_n:
             res["t_update_arrayops_ms"], _ = median_ms(
                 clock, lambda: (R, fresh_v()),
