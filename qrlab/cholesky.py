@@ -158,19 +158,19 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
     product ``M R``. Values and the diagonal are checked inside the kernels, so
     `check_finite` costs no extra pass, and nothing is written unless the whole update
     succeeded. For updates, method C1 is stable; for a downdate ``S`` loses accuracy as
-    ``A - V V^T`` nears singularity, as the hyperbolic reflectors do (the tests and
-    notebook 10 compare the two).
+    ``A - V V^T`` nears singularity, as the hyperbolic reflectors do (the GPU tests hold
+    both to the same tolerances against the NumPy path).
 
-    **On a GPU, k > 64** (and the Q-less adding of rows and removing of columns) the
-    whole update is one launch of ``qrlab/kernels/triangle.cu`` (panels of 32 columns): one thread block per SM owns
-    tiles of 32 columns of ``[R; W]``; a panel's reflectors are built by one to sixteen
-    warps, with the panel's columns in registers, and published through device memory in
-    the compact WY form above, and every block applies them to its tiles while the next
-    panel is already being factored. A launch takes up to 512 rows of ``W`` (256 in
-    float64); larger ``k`` runs as several launches, one after the other, each a rank-k_i
-    update (or downdate) of the last one's result. ``R`` is read once and written once per
-    launch; ``W`` is read and written once per panel. A breakdown is recorded on the
-    device and raised at the end (one synchronisation per call).
+    **On a GPU, k > 64** (and the Q-less adding of rows and removing of columns) the whole
+    update is one launch of ``qrlab/kernels/triangle.cu`` (panels of 32 columns): one thread
+    block per SM owns tiles of 32 columns of ``[R; W]``; a panel's reflectors are built by
+    one to sixteen warps, with the panel's columns in registers, and published through
+    device memory in the compact WY form above, and every block applies them to its tiles
+    while the next panel is already being factored. A launch takes up to 512 rows of ``W``
+    (256 in float64); larger ``k`` runs as several launches, one after the other, each a
+    rank-k_i update (or downdate) of the last one's result. ``R`` is read once and written
+    once per launch; ``W`` is read and written once per panel. A breakdown is recorded on
+    the device and raised at the end (one synchronisation per call).
 
     ``C`` (``b x m``) is the panel's rows of ``R``: each row of ``R`` is read and written
     once in the whole update, while ``W_t`` (``k x m``) is read and written once per panel.

@@ -13,8 +13,8 @@ The rank-k Cholesky update and downdate for k <= 64 run with no chain of reflect
 solves ``P = R^{-T} V`` block by block and factors the diagonal blocks of the structured
 factor ``M`` of ``I +- P P^T``, a second forms ``M R`` as matrix products.
 
-The Cholesky update for larger k, a triangle ``[R; V^T]`` reduced to ``[R'; 0]``, and, without Q,
-adding rows (``[R; U]``, right-hand sides carried) and removing columns (the ``p`` rows
+The Cholesky update for larger k, a triangle ``[R; V^T]`` reduced to ``[R'; 0]``, and,
+without Q, adding rows (``[R; U]``, right-hand sides carried) and removing columns (the ``p`` rows
 above the triangle that follows the removed columns) run whole in one cooperative
 launch of ``triangle_update`` (``qrlab/kernels/triangle.cu``) per 512 rows of B (256 in
 double): one block per SM owns tiles of 32 columns, each panel is published through a
@@ -503,8 +503,8 @@ class GpuExecutor(Executor):
 
         Returns ``(fail, zero, nonfinite)``: the first column whose pivot failed, the
         first zero on the diagonal (each -1 if none) and whether a value of ``triu(R)``
-        (bit 1) or ``W`` (bit 2) is not finite.  When any is set (the last only with ``check_finite``)
-        ``out`` is not written."""
+        (bit 1) or ``W`` (bit 2) is not finite.  When any is set (the last only with
+        ``check_finite``) ``out`` is not written."""
         import cupy as cp
         n, k = R.shape[0], W.shape[0]
         dt = R.dtype

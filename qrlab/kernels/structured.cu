@@ -157,26 +157,33 @@ __device__ __forceinline__ void st_mac(T acc[4][4], const T* At, int lda, const 
     }
 }
 
-template <typename T>
-__device__ void st_product(T* out, int oq, int oc, const T* At, int lda, const T* B, int ldb,
-                           int K, int rows, int cols, int tq, T sgn, bool accumulate,
-                           int czero = 0, int aq = 1)
+__device__ __forceinline__ int st_rows_per_thread(int rows)
 {
-    // out[q][c] (at out[q * oq + c * oc]) = (accumulate ? out[q][c] : 0)
-    //     + sgn sum_{l < K} At[l][q] B[l][c]    for q < rows, c < cols (a multiple of 4),
-    // and 0 for c < czero; At[l][q] is At[l * lda + q * aq].  Thread: ks neighbouring lanes split the sum (ks a power of
-    // two up to 16, as many as the outputs leave threads for: a product with few rows is
-    // short), then columns 4g .. 4g + 4, then rows tq f .. tq f + tq.  No barrier; every
-    // thread must call it (the partial sums meet by shuffles).
-    const int ng = cols / 4, nf = (rows + tq - 1) / tq;
-    int ks = 1;
-    while (ks < 16 && 2 * ks * ng * nf <= ST_NT) ks *= 2;
-    const int s = threadIdx.x % ks, g = (threadIdx.x / ks) % ng, f = threadIdx.x / (ks * ng);
-    const int q0 = f * tq, c0 = 4 * g;
-    T acc[4][4] = {};
-    if (q0 < rows && s < K)
-        st_mac(acc, At + s * lda, ks * lda, B + s * ldb, ks * ldb, (K - s + ks - 1) / ks, q0, c0,
-               tq, aq);
+    // rows of a product's output per thread: 16 row groups of them cover up to 64 rows
+    return rows <= 16 ? 1 : rows <= 32 ? 2 : 4;
+}
+
+struct StSplit {
+    // A product's outputs (rows x cols, cols a multiple of 4) over the block's threads:
+    // ks neighbouring lanes split the sum (ks a power of two up to 16, as many as the
+    // outputs leave threads for: a product with few rows is short), then columns
+    // c0 .. c0 + 4, then rows q0 .. q0 + tq.  Lane s of the ks takes l = s, s + ks, ...
+    int ks, s, c0, q0;
+    __device__ StSplit(int rows, int cols, int tq)
+    {
+        const int ng = cols / 4, nf = (rows + tq - 1) / tq;
+        ks = 1;
+        while (ks < 16 && 2 * ks * ng * nf <= ST_NT) ks *= 2;
+        s = threadIdx.x % ks;
+        c0 = 4 * ((threadIdx.x / ks) % ng);
+        q0 = (threadIdx.x / (ks * ng)) * tq;
+    }
+};
+
+template <typename T>
+__device__ __forceinline__ void st_reduce(T acc[4][4], int ks, int tq)
+{
+    // sum the ks lanes' partial sums (every lane of the warp must call it)
     for (int o = ks / 2; o > 0; o /= 2) {
 #pragma unroll
         for (int i = 0; i < 4; ++i)
@@ -185,6 +192,24 @@ __device__ void st_product(T* out, int oq, int oc, const T* At, int lda, const T
                 for (int j = 0; j < 4; ++j) acc[i][j] += __shfl_xor_sync(0xffffffff, acc[i][j], o);
             }
     }
+}
+
+template <typename T>
+__device__ void st_product(T* out, int oq, int oc, const T* At, int lda, const T* B, int ldb,
+                           int K, int rows, int cols, int tq, T sgn, bool accumulate,
+                           int czero = 0, int aq = 1)
+{
+    // out[q][c] (at out[q * oq + c * oc]) = (accumulate ? out[q][c] : 0)
+    //     + sgn sum_{l < K} At[l][q] B[l][c]    for q < rows, c < cols (a multiple of 4),
+    // and 0 for c < czero; At[l][q] is At[l * lda + q * aq].  Threads as StSplit.  No
+    // barrier; every thread must call it (the partial sums meet by shuffles).
+    const StSplit sp(rows, cols, tq);
+    const int ks = sp.ks, s = sp.s, q0 = sp.q0, c0 = sp.c0;
+    T acc[4][4] = {};
+    if (q0 < rows && s < K)
+        st_mac(acc, At + s * lda, ks * lda, B + s * ldb, ks * ldb, (K - s + ks - 1) / ks, q0, c0,
+               tq, aq);
+    st_reduce(acc, ks, tq);
     if (s != 0 || q0 >= rows) return;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
@@ -308,7 +333,7 @@ __device__ void st_solve(const T* __restrict__ R, long ldr, const T* __restrict_
     if (tid == 0) s_ticket = atomicAdd(sync, 1);
     __syncthreads();
     const int C = s_ticket, c0 = C * ST_B, h = min(ST_B, n - c0);
-    const int tq = k <= 16 ? 1 : k <= 32 ? 2 : 4;     // rows per thread of a k x 64 product
+    const int tq = st_rows_per_thread(k);             // of a k x 64 product
 
     // Row signs: R = D R+ with R+'s diagonal positive, and R+^T R+ = R^T R.  The block
     // publishes D_C P_C, so that P_J^T R+_JC = (D_J P_J)^T R_JC takes R's tiles as they are
@@ -336,7 +361,8 @@ __device__ void st_solve(const T* __restrict__ R, long ldr, const T* __restrict_
         rdiag[tid] = T(1) / fabs(d);
     }
     __syncthreads();
-    for (int e = tid; e < ST_B * ST_B; e += ST_NT) tile[(e / ST_B) * ST_LD + e % ST_B] *= dsign[e / ST_B];
+    for (int e = tid; e < ST_B * ST_B; e += ST_NT)
+        tile[(e / ST_B) * ST_LD + e % ST_B] *= dsign[e / ST_B];
     __syncthreads();
     st_invert(inv, tile, rdiag, Mx);
     if (C >= 1) {
@@ -350,10 +376,10 @@ __device__ void st_solve(const T* __restrict__ R, long ldr, const T* __restrict_
     // S = I + sgn sum_J P_J^T P_J: each thread keeps its share of the sums (a slice of J's
     // rows, as st_product splits them), reduced once at the end
     T g[4][4] = {};
-    const int gtq = k <= 16 ? 1 : k <= 32 ? 2 : 4, gng = kp / 4, gnf = (k + gtq - 1) / gtq;
-    int gks = 1;
-    while (gks < 16 && 2 * gks * gng * gnf <= ST_NT) gks *= 2;
-    const int gs = tid % gks, gg = (tid / gks) % gng, gq = (tid / (gks * gng)) * gtq;
+    const int gtq = st_rows_per_thread(k);
+    const StSplit gsp(k, kp, gtq);
+    const int gks = gsp.ks, gq = gsp.q0;
+    const T* const gp = pT + gsp.s * kp;                // this lane's slice of P_J's rows
     const bool gram = gq < k;
 
     // z -= (D_J P_J)^T R_JC for J < C - 1, the tiles of R one ahead in registers
@@ -364,16 +390,18 @@ __device__ void st_solve(const T* __restrict__ R, long ldr, const T* __restrict_
         st_stash<64>(tile, nxt);
         finite &= st_finite<16>(nxt);
         if (J + 2 < C) st_fetch<64>(nxt, R, ldr, n, (J + 1) * ST_B, c0);
-        if (J > 0 && J % sb == 0) st_copy_out(Zs + (J / sb) * npad * kp + (long)c0 * kp, zT, ST_B * kp);
+        if (J > 0 && J % sb == 0)
+            st_copy_out(Zs + (J / sb) * npad * kp + (long)c0 * kp, zT, ST_B * kp);
         if (tid == 0) st_wait(flags + J);
         __syncthreads();
         st_copy_in(pT, P + (long)J * ST_B * kp, ST_B * kp);
         __syncthreads();
         st_product(zT, 1, kp, pT, kp, tile, ST_LD, ST_B, k, ST_B, tq, T(-1), true);
-        if (gram) st_mac(g, pT + gs * kp, gks * kp, pT + gs * kp, gks * kp, ST_B / gks, gq, 4 * gg, gtq);
+        if (gram) st_mac(g, gp, gks * kp, gp, gks * kp, ST_B / gks, gq, gsp.c0, gtq);
     }
     __syncthreads();
-    if (C >= 2 && (C - 1) % sb == 0) st_copy_out(Zs + ((C - 1) / sb) * npad * kp + (long)c0 * kp, zT, ST_B * kp);
+    if (C >= 2 && (C - 1) % sb == 0)
+        st_copy_out(Zs + ((C - 1) / sb) * npad * kp + (long)c0 * kp, zT, ST_B * kp);
 
     // the chain: P_C = z R+_CC^{-1} - P_{C-1}^T R+_{C-1,C} R+_CC^{-1}, published as D_C P_C
     st_product(yT, 1, kp, zT, kp, inv, ST_LD, ST_B, k, ST_B, tq, T(1), false);
@@ -391,10 +419,8 @@ __device__ void st_solve(const T* __restrict__ R, long ldr, const T* __restrict_
     if (!finite || !finite_w) atomicOr(sync + 2, (finite ? 0 : 1) | (finite_w ? 0 : 2));
 
     // off the chain: the last term of S, and z at the segment that starts here
-    if (C >= 1 && gram) st_mac(g, pT + gs * kp, gks * kp, pT + gs * kp, gks * kp, ST_B / gks, gq, 4 * gg, gtq);
-    for (int o = gks / 2; o > 0; o /= 2)
-        for (int i = 0; i < 4; ++i)
-            for (int j = 0; j < 4; ++j) g[i][j] += __shfl_xor_sync(0xffffffff, g[i][j], o);
+    if (C >= 1 && gram) st_mac(g, gp, gks * kp, gp, gks * kp, ST_B / gks, gq, gsp.c0, gtq);
+    st_reduce(g, gks, gtq);
     if (C >= 1 && C % sb == 0) {
         st_fetch<64>(x, R, ldr, n, c0 - ST_B, c0);
         st_stash<64>(tile, x);
@@ -405,10 +431,10 @@ __device__ void st_solve(const T* __restrict__ R, long ldr, const T* __restrict_
     }
     __syncthreads();
     T* const S = inv;
-    if (gram && gs == 0) {
+    if (gram && gsp.s == 0) {
         for (int i = 0; i < gtq; ++i)
             for (int j = 0; j < 4; ++j) {
-                const int q = gq + i, r = 4 * gg + j;
+                const int q = gq + i, r = gsp.c0 + j;
                 if (q < k && r < k) S[q * kp + r] = T(q == r) + sgn * g[i][j];
             }
     }
@@ -508,13 +534,14 @@ __device__ void st_apply(const T* R, long ldr, T* out, long ldo, const T* __rest
     T* const Ft = Z + kp * ST_LD;                // F of the 32 rows, (32 + kp) x 32
     T* const Pi = Ft + (32 + kp) * 32;           // P_I (32 x kp)
     const long npad = (long)((n + ST_B - 1) / ST_B) * ST_B;
-    const int tq = k <= 16 ? 1 : k <= 32 ? 2 : 4;
+    const int tq = st_rows_per_thread(k);
 
     for (int e = tid; e < kp * 64; e += ST_NT) {
         const int q = e / 64, c = e % 64;
         T z = 0;
         if (q < k && c0 + c < n)
-            z = seg == 0 ? W[q * wq + (c0 + c) * wc] : Zs[seg * npad * kp + (long)(c0 + c) * kp + q];
+            z = seg == 0 ? W[q * wq + (c0 + c) * wc]
+                         : Zs[seg * npad * kp + (long)(c0 + c) * kp + q];
         Z[q * ST_LD + c] = z;
     }
     T rt[8];
