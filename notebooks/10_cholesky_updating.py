@@ -548,15 +548,16 @@ for n in sorted({r["n"] for r in rows}):
 # "per-panel launches"), and the array-operation panels ($b = 256$) up to $n = 5000$.
 #
 # Plainly: **the update beats cuSOLVER's refactorization for every $k \le 64$ at every
-# $n$ from 1000 up, in both precisions**. At $n \ge 5000$ it is 3.0 to 37 times faster
-# with $\tilde A$'s forming included and 2.9 to 36 times without; the thinnest margin is
+# $n$ from 1000 up, in both precisions**. At $n \ge 5000$ it is 3.4 to 43 times faster
+# with $\tilde A$'s forming included and 3.3 to 42 times without; the thinnest margin is
 # float64, $n = 5000$, $k = 64$. For $k = 256$ it wins from $n = 5000$ in float32 and
 # from $n = 10000$ in float64; at $n \le 2000$, refactorizing is faster for $k = 256$.
-# The structured method is 1.4 to 5.4 times faster than the chain of reflectors. It sits
-# 4.8 to 17 times above the floor at $k \le 64$ and $n \ge 5000$; the chain sat 8.7 to 63
-# times above. What bounds it now: a step of the solve costs 2.6 to 10 us (its barriers,
-# its load of the previous block from L2, one small product and the fence before the
-# flag), and the product $M R$ runs at about half the bandwidth it could. The
+# The structured method is 1.6 to 6.5 times faster than the chain of reflectors. It sits
+# 4.2 to 13 times above the floor at $k \le 64$ and $n \ge 5000$ (closest at $n = 20000$);
+# the chain sat 8.7 to 63 times above. What bounds it now is the solve's chain: a step
+# costs 3.1 to 13 us per 64 columns (waiting for the flag, loading the previous block from
+# L2, one small product and the fence before its own flag), 79 steps at $n = 5000$. The
+# product $M R$ takes 0.11 to 0.27 ms at $n = 5000$. The
 # checks, on the committed numbers:
 
 # %%
@@ -864,9 +865,9 @@ print("stationary window: q='none' error below 100 cond(A) eps at every cond: Tr
 # * On the GPU, for $k \le 64$, the update is $\tilde R = M R$ with $M$ the structured
 #   Cholesky factor of $I \pm P P^T$, $P = R^{-T} V$: two launches, a triangular solve
 #   64 rows a step, then matrix products. On the H100 that beats cuSOLVER's
-#   refactorization for every $k \le 64$ from $n = 1000$ (up to 37 times at
-#   $n = 20000$). It runs 1.4 to 5.4 times faster than the chain of $n$ dependent
-#   reflectors that $k = 256$ still uses, and 4.8 to 17 times above the bandwidth floor.
+#   refactorization for every $k \le 64$ from $n = 1000$ (up to 43 times at
+#   $n = 20000$). It runs 1.6 to 6.5 times faster than the chain of $n$ dependent
+#   reflectors that $k = 256$ still uses, and 4.2 to 13 times above the bandwidth floor.
 # * Errors are a few $\varepsilon$ in $\max|\tilde A - \tilde R^T\tilde R|/\max|\tilde A|$,
 #   like refactorizing, in both precisions; an impossible downdate raises `LinAlgError`
 #   naming the first failing column.

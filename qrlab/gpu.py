@@ -513,18 +513,22 @@ class GpuExecutor(Executor):
         kp = -(-k // 4) * 4
         nb, sb = _structured_blocks(n)
         npad, nseg = nb * 64, -(-nb // sb)
-        sync = cp.zeros(4 + nb, dtype=cp.int32)  # ticket, fail, non-finite, zero, flags
+        # ticket, fail, non-finite, zero, then a flag per block for P and one for G
+        sync = cp.zeros(4 + 2 * nb, dtype=cp.int32)
         # one workspace: P (npad x kp), z at each segment's start (segment 0 starts from
-        # W: unused), F (per 32 rows, (32 + kp) x 32)
-        work = cp.empty((1 + nseg) * npad * kp + 2 * nb * (32 + kp) * 32, dtype=dt)
-        P, Zs, F = work, work[npad * kp:], work[(1 + nseg) * npad * kp:]
+        # W: unused), F (per 32 rows, (32 + kp) x 32), G (per block, kp x kp)
+        nf = 2 * nb * (32 + kp) * 32
+        work = cp.empty((1 + nseg) * npad * kp + nf + nb * kp * kp, dtype=dt)
+        P, Zs = work, work[npad * kp:]
+        F = work[(1 + nseg) * npad * kp:]
+        G = F[nf:]
         item = dt.itemsize
         ldr, ldo = np.int64(R.strides[0] // item), np.int64(out.strides[0] // item)
         wq, wc = np.int64(W.strides[0] // item), np.int64(W.strides[1] // item)
         solve, apply = _structured_kernels(item)
         smem1, smem2 = _structured_smem(item, kp)
         solve((nb,), (256,), (R, ldr, W, wq, wc, np.int32(n), np.int32(k), dt.type(sgn), P, F,
-                              Zs, np.int32(sb), sync), shared_mem=smem1)
+                              Zs, G, np.int32(sb), sync), shared_mem=smem1)
         table = _structured_table(n, cp.cuda.Device().id)
         apply((table.shape[0],), (256,),
               (R, ldr, out, ldo, W, wq, wc, np.int32(n), np.int32(k), P, F, Zs, table,

@@ -16,28 +16,33 @@
 //   block it waits for has started) solves P_C^T = z R_CC^{-1}, where
 //   z = V^T_C - sum_{J<C} P_J^T R_JC is updated with each P_J as the block before
 //   publishes it (flags).  y = z R_CC^{-1} (z before P_{C-1}) and M = R_{C-1,C} R_CC^{-1}
-//   are made in advance, so the chain's step is one product: P_C = y - P_{C-1} M.  The
-//   block sums S = I + sgn sum_{J<C} P_J^T P_J from the P_J it loads anyway, and after
-//   publishing P_C factors its 64 rows of C (writing M_II and Wm_I per 32 rows, for the
-//   apply) and leaves z at the starts of the apply's row segments (Zs).
+//   are made in advance, so the chain's step is one product: P_C = y - P_{C-1} M.  After
+//   publishing P_C the block publishes G_C = P_C^T P_C (a second flag), sums
+//   S = I + sgn sum_{J<C} G_J from the G_J the blocks before it published (a k x k read
+//   per step, not a k x k x 64 product), factors its 64 rows of C (writing M_II and Wm_I
+//   per 32 rows, for the apply) and leaves z at the starts of the apply's row segments (Zs).
 // structured_apply: one block per 64 columns and segment of rows, R~_I = M_II R_I + Wm_I Z
 //   32 rows at a time down the segment, from the segment's z, into out (R itself, or a new
-//   array whose strict lower triangle it zeroes).  It writes nothing if the solve found a
+//   array whose strict lower triangle it zeroes); each warp skips the rows of F that are
+//   zero for its rows (M_II is upper triangular).  It writes nothing if the solve found a
 //   breakdown, so a failed downdate leaves R as it was.
 //
-// Measured on an H100 (float, n = 5000): about 2.6 us per step of the chain for k = 1,
-// 6.7 for k = 16 and 10 for k = 64, most of it the step's barriers, its load of P_{C-1}
-// from L2, its product and the fence before the flag; the apply takes 0.13 to 0.3 ms.
-// The old chain of reflectors (triangle.cu) took 8.5 to 17.5 us per 32 columns.
+// Measured on an H100 (float): the solve takes about 3.1 us per block of 64 columns for
+// k = 1, 5.5 for k = 16 and 11 for k = 64 (n = 5000; 3.5, 6.8 and 13 at n = 20000), the
+// apply 0.11 to 0.27 ms at n = 5000 and 1.3 (k = 1) to 3.1 ms (k = 64) at n = 20000.  The
+// solve is bound by its chain: each step waits for the flag, loads P_{C-1} from L2, runs
+// its product and fences before its own flag.  The old chain of reflectors (triangle.cu)
+// took 8.5 to 17.5 us per 32 columns.
 //
 // Layout: R (leading dimension ldr), out (ldo) and W = V^T (k x n; strides wq, wc).  R's
 // strict lower triangle is not read, and its rows may have either sign (see st_solve).
 // P, and each segment of Zs: npad x kp (npad = 64 nb, kp = k rounded up to 4), row i = p_i
 // (times the sign of R[i][i]).  F: per 32 rows, (32 + kp) x 32: F[j][r] = M_II[r][j]
-// (times the sign of row j) and F[32 + q][r] = Wm_I[r][q].  sync: ints, zero: [ticket,
-// fail, non-finite, zero diagonal, one flag per block]; a breakdown in column j leaves
-// n - j in sync[1] (the largest kept, so the first column), a zero R[j][j] n - j in
-// sync[3], a value of R or W that is not finite bit 1 or 2 in sync[2].
+// (times the sign of row j) and F[32 + q][r] = Wm_I[r][q].  Gs: per block, kp x kp.
+// sync: ints, zero: [ticket, fail, non-finite, zero diagonal, a flag per block for P, a
+// flag per block for G]; a breakdown in column j leaves n - j in sync[1] (the largest
+// kept, so the first column), a zero R[j][j] n - j in sync[3], a value of R or W that is
+// not finite bit 1 or 2 in sync[2].
 
 #define ST_NT 256    // threads per block
 #define ST_B 64      // rows and columns of a block of the solve
@@ -135,24 +140,34 @@ __device__ __forceinline__ void st_copy_out(T* dst, const T* src, int count)
     for (int i = threadIdx.x; i < nv; i += ST_NT) d[i] = s[i];
 }
 
-template <typename T>
-__device__ __forceinline__ void st_mac(T acc[4][4], const T* At, int lda, const T* B, int ldb,
-                                       int K, int q0, int c0, int tq, int aq = 1)
+template <int TQ, typename T>
+__device__ __forceinline__ void st_lda(const T* a, int aq, T v[4])
 {
-    // acc[i][j] += sum_{l < K} At[l][q0 + i] B[l][c0 + j], i < tq, j < 4, where At[l][q] is
+    // At[l][q0 .. q0 + TQ] from a = At[l] + q0 * aq: one vector load where they are
+    // consecutive (aq = 1; q0 a multiple of TQ and rows of At aligned to 4 values)
+    if (aq == 1 && TQ == 4) lds4(a, v);
+    else if (aq == 1 && TQ == 2) lds2(a, v);
+    else {
+#pragma unroll
+        for (int i = 0; i < TQ; ++i) v[i] = a[i * aq];
+    }
+}
+
+template <int TQ, typename T>
+__device__ __forceinline__ void st_mac(T acc[4][4], const T* At, int lda, const T* B, int ldb,
+                                       int K, int q0, int c0, int aq = 1)
+{
+    // acc[i][j] += sum_{l < K} At[l][q0 + i] B[l][c0 + j], i < TQ, j < 4, where At[l][q] is
     // At[l * lda + q * aq]
 #pragma unroll 4
     for (int l = 0; l < K; ++l) {
-        T b[4];
+        T a[4], b[4];
         lds4(B + l * ldb + c0, b);
-        const T* a = At + l * lda + q0 * aq;
+        st_lda<TQ>(At + l * lda + q0 * aq, aq, a);
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            if (i < tq) {
-                const T ai = a[i * aq];
+        for (int i = 0; i < TQ; ++i) {
 #pragma unroll
-                for (int j = 0; j < 4; ++j) acc[i][j] = fma(ai, b[j], acc[i][j]);
-            }
+            for (int j = 0; j < 4; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
         }
     }
 }
@@ -180,17 +195,41 @@ struct StSplit {
     }
 };
 
-template <typename T>
-__device__ __forceinline__ void st_reduce(T acc[4][4], int ks, int tq)
+template <int TQ, typename T>
+__device__ __forceinline__ void st_reduce(T acc[4][4], int ks)
 {
     // sum the ks lanes' partial sums (every lane of the warp must call it)
     for (int o = ks / 2; o > 0; o /= 2) {
 #pragma unroll
-        for (int i = 0; i < 4; ++i)
-            if (i < tq) {
+        for (int i = 0; i < TQ; ++i) {
 #pragma unroll
-                for (int j = 0; j < 4; ++j) acc[i][j] += __shfl_xor_sync(0xffffffff, acc[i][j], o);
+            for (int j = 0; j < 4; ++j) acc[i][j] += __shfl_xor_sync(0xffffffff, acc[i][j], o);
+        }
+    }
+}
+
+template <int TQ, typename T>
+__device__ void st_product_tq(T* out, int oq, int oc, const T* At, int lda, const T* B,
+                              int ldb, int K, int rows, int cols, T sgn, bool accumulate,
+                              int czero, int aq)
+{
+    const StSplit sp(rows, cols, TQ);
+    const int ks = sp.ks, s = sp.s, q0 = sp.q0, c0 = sp.c0;
+    T acc[4][4] = {};
+    if (q0 < rows && s < K)
+        st_mac<TQ>(acc, At + s * lda, ks * lda, B + s * ldb, ks * ldb, (K - s + ks - 1) / ks, q0,
+                   c0, aq);
+    st_reduce<TQ>(acc, ks);
+    if (s != 0 || q0 >= rows) return;
+#pragma unroll
+    for (int i = 0; i < TQ; ++i) {
+        if (q0 + i < rows) {
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                T* o = out + (q0 + i) * oq + (c0 + j) * oc;
+                *o = c0 + j < czero ? T(0) : (accumulate ? *o : T(0)) + sgn * acc[i][j];
             }
+        }
     }
 }
 
@@ -201,26 +240,15 @@ __device__ void st_product(T* out, int oq, int oc, const T* At, int lda, const T
 {
     // out[q][c] (at out[q * oq + c * oc]) = (accumulate ? out[q][c] : 0)
     //     + sgn sum_{l < K} At[l][q] B[l][c]    for q < rows, c < cols (a multiple of 4),
-    // and 0 for c < czero; At[l][q] is At[l * lda + q * aq].  Threads as StSplit.  No
+    // and 0 for c < czero; At[l][q] is At[l * lda + q * aq].  Threads as StSplit, tq rows
+    // each (1, 2 or 4: a template argument below, so that the sums stay in registers).  No
     // barrier; every thread must call it (the partial sums meet by shuffles).
-    const StSplit sp(rows, cols, tq);
-    const int ks = sp.ks, s = sp.s, q0 = sp.q0, c0 = sp.c0;
-    T acc[4][4] = {};
-    if (q0 < rows && s < K)
-        st_mac(acc, At + s * lda, ks * lda, B + s * ldb, ks * ldb, (K - s + ks - 1) / ks, q0, c0,
-               tq, aq);
-    st_reduce(acc, ks, tq);
-    if (s != 0 || q0 >= rows) return;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        if (i < tq && q0 + i < rows) {
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                T* o = out + (q0 + i) * oq + (c0 + j) * oc;
-                *o = c0 + j < czero ? T(0) : (accumulate ? *o : T(0)) + sgn * acc[i][j];
-            }
-        }
-    }
+    if (tq == 1)
+        st_product_tq<1>(out, oq, oc, At, lda, B, ldb, K, rows, cols, sgn, accumulate, czero, aq);
+    else if (tq == 2)
+        st_product_tq<2>(out, oq, oc, At, lda, B, ldb, K, rows, cols, sgn, accumulate, czero, aq);
+    else
+        st_product_tq<4>(out, oq, oc, At, lda, B, ldb, K, rows, cols, sgn, accumulate, czero, aq);
 }
 
 template <typename T>
@@ -313,8 +341,28 @@ __device__ int st_cholesky_upper(T* A, int la)
 }
 
 template <typename T>
+__device__ __forceinline__ void st_gram_add(T g[16], const T* G, int kp)
+{
+    // g += this thread's share of G (kp x kp, published by another block): 16-byte chunks
+    // tid, tid + ST_NT, ..., at most 16 values
+    constexpr int per = 16 / sizeof(T);
+    const int nv = kp * kp / per;
+    const int4* src = reinterpret_cast<const int4*>(G);
+#pragma unroll
+    for (int u = 0; u < 16 / per; ++u) {
+        if (threadIdx.x + u * ST_NT < nv) {
+            const int4 v = __ldcg(src + threadIdx.x + u * ST_NT);
+            const T* t = reinterpret_cast<const T*>(&v);
+#pragma unroll
+            for (int e = 0; e < per; ++e) g[u * per + e] += t[e];
+        }
+    }
+}
+
+template <typename T>
 __device__ void st_solve(const T* __restrict__ R, long ldr, const T* __restrict__ W, long wq,
-                         long wc, int n, int k, T sgn, T* P, T* F, T* Zs, int sb, int* sync)
+                         long wc, int n, int k, T sgn, T* P, T* F, T* Zs, T* Gs, int sb,
+                         int* sync)
 {
     extern __shared__ __align__(16) unsigned char st_raw[];
     const int kp = (k + 3) & ~3, tid = threadIdx.x;
@@ -330,6 +378,7 @@ __device__ void st_solve(const T* __restrict__ R, long ldr, const T* __restrict_
     const long npad = (long)nb * ST_B;
     int* const fail = sync + 1;
     int* const flags = sync + 4;
+    int* const gflags = flags + nb;
     if (tid == 0) s_ticket = atomicAdd(sync, 1);
     __syncthreads();
     const int C = s_ticket, c0 = C * ST_B, h = min(ST_B, n - c0);
@@ -373,14 +422,9 @@ __device__ void st_solve(const T* __restrict__ R, long ldr, const T* __restrict_
         st_product(Mx, ST_LD, 1, tile, ST_LD, inv, ST_LD, ST_B, ST_B, ST_B, 4, T(1), false);
     }
 
-    // S = I + sgn sum_J P_J^T P_J: each thread keeps its share of the sums (a slice of J's
-    // rows, as st_product splits them), reduced once at the end
-    T g[4][4] = {};
-    const int gtq = st_rows_per_thread(k);
-    const StSplit gsp(k, kp, gtq);
-    const int gks = gsp.ks, gq = gsp.q0;
-    const T* const gp = pT + gsp.s * kp;                // this lane's slice of P_J's rows
-    const bool gram = gq < k;
+    // S = I + sgn sum_{J<C} G_J, G_J = P_J^T P_J (kp x kp), which block J publishes after its
+    // step of the chain (gflags): each thread sums its share as they come
+    T g[16] = {};
 
     // z -= (D_J P_J)^T R_JC for J < C - 1, the tiles of R one ahead in registers
     T nxt[16];
@@ -392,12 +436,15 @@ __device__ void st_solve(const T* __restrict__ R, long ldr, const T* __restrict_
         if (J + 2 < C) st_fetch<64>(nxt, R, ldr, n, (J + 1) * ST_B, c0);
         if (J > 0 && J % sb == 0)
             st_copy_out(Zs + (J / sb) * npad * kp + (long)c0 * kp, zT, ST_B * kp);
-        if (tid == 0) st_wait(flags + J);
+        if (tid == 0) {
+            st_wait(flags + J);
+            if (J >= 1) st_wait(gflags + J - 1);
+        }
         __syncthreads();
         st_copy_in(pT, P + (long)J * ST_B * kp, ST_B * kp);
+        if (J >= 1) st_gram_add(g, Gs + (long)(J - 1) * kp * kp, kp);
         __syncthreads();
         st_product(zT, 1, kp, pT, kp, tile, ST_LD, ST_B, k, ST_B, tq, T(-1), true);
-        if (gram) st_mac(g, gp, gks * kp, gp, gks * kp, ST_B / gks, gq, gsp.c0, gtq);
     }
     __syncthreads();
     if (C >= 2 && (C - 1) % sb == 0)
@@ -418,9 +465,16 @@ __device__ void st_solve(const T* __restrict__ R, long ldr, const T* __restrict_
     if (tid == 0) st_publish(flags + C);
     if (!finite || !finite_w) atomicOr(sync + 2, (finite ? 0 : 1) | (finite_w ? 0 : 2));
 
-    // off the chain: the last term of S, and z at the segment that starts here
-    if (C >= 1 && gram) st_mac(g, gp, gks * kp, gp, gks * kp, ST_B / gks, gq, gsp.c0, gtq);
-    st_reduce(g, gks, gtq);
+    // off the chain: G_C for the blocks after this one, the last terms of S, and z at the
+    // segment that starts here
+    st_product(Gs + (long)C * kp * kp, kp, 1, yT, kp, yT, kp, ST_B, kp, kp, tq, T(1), false);
+    __syncthreads();
+    if (tid == 0) {
+        st_publish(gflags + C);
+        for (int J = max(0, C - 2); J < C; ++J) st_wait(gflags + J);
+    }
+    __syncthreads();
+    for (int J = max(0, C - 2); J < C; ++J) st_gram_add(g, Gs + (long)J * kp * kp, kp);
     if (C >= 1 && C % sb == 0) {
         st_fetch<64>(x, R, ldr, n, c0 - ST_B, c0);
         st_stash<64>(tile, x);
@@ -431,12 +485,13 @@ __device__ void st_solve(const T* __restrict__ R, long ldr, const T* __restrict_
     }
     __syncthreads();
     T* const S = inv;
-    if (gram && gsp.s == 0) {
-        for (int i = 0; i < gtq; ++i)
-            for (int j = 0; j < 4; ++j) {
-                const int q = gq + i, r = gsp.c0 + j;
-                if (q < k && r < k) S[q * kp + r] = T(q == r) + sgn * g[i][j];
-            }
+    {
+        constexpr int per = 16 / sizeof(T);
+#pragma unroll
+        for (int u = 0; u < 16; ++u) {
+            const int e = (tid + (u / per) * ST_NT) * per + u % per, q = e / kp, r = e % kp;
+            if (e < kp * kp && q < k && r < k) S[e] = T(q == r) + sgn * g[u];
+        }
     }
     if (!st_cholesky_lower(S, k, kp)) {
         // S is not positive definite: a block before this one broke down (and says where)
@@ -550,7 +605,11 @@ __device__ void st_apply(const T* R, long ldr, T* out, long ldo, const T* __rest
     st_fetch<32>(rt, R, ldr, n, r_begin, c0);
     st_fetch_vec<6 * sizeof(T) / 8>(fv, F + (long)(r_begin / 32) * nf, nf);
     st_fetch_vec<4 * sizeof(T) / 8>(pv, P + (long)r_begin * kp, np);
-    const int g = tid % 16, f = tid / 16;
+    // the product's threads: warp w takes rows 8 (w / 2) .. + 8 and columns 32 (w % 2) .. + 32,
+    // its lanes 2 rows by 4 columns each (8 lanes across, so that a row of B is one load)
+    const int lane = tid % 32, w = tid / 32;
+    const int q0 = 8 * (w / 2) + 2 * (lane / 8), cq = 32 * (w % 2) + 4 * (lane % 8);
+    const int l0 = 8 * (w / 2);                   // M_II[q][j] = 0 for j < q: F's rows from l0
     for (int r0 = r_begin; r0 < r_end; r0 += 32) {
         __syncthreads();
         st_stash<32>(B, rt);
@@ -565,17 +624,17 @@ __device__ void st_apply(const T* R, long ldr, T* out, long ldo, const T* __rest
         // Z -= P_I^T R_I; the columns these rows finish are zero from here on
         st_product(Z, ST_LD, 1, Pi, kp, B, ST_LD, 32, k, 64, tq, T(-1), true, r0 + 32 - c0);
         __syncthreads();
-        // R~_I = M_II R_I + Wm_I Z: rows 2f, 2f + 1, columns 4g .. 4g + 4 (zero left of the
+        // R~_I = M_II R_I + Wm_I Z (B and Z are one (32 + kp) x 64 operand; zero left of the
         // diagonal, where both terms are)
         T acc[4][4] = {};
-        st_mac(acc, Ft, 32, B, ST_LD, 32 + kp, 2 * f, 4 * g, 2);
+        st_mac<2>(acc, Ft + l0 * 32, 32, B + l0 * ST_LD, ST_LD, 32 + kp - l0, q0, cq);
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
-            const int r = r0 + 2 * f + i;
+            const int r = r0 + q0 + i;
             if (r < r_end) {
 #pragma unroll
                 for (int j = 0; j < 4; ++j)
-                    if (c0 + 4 * g + j < n) out[(long)r * ldo + c0 + 4 * g + j] = acc[i][j];
+                    if (c0 + cq + j < n) out[(long)r * ldo + c0 + cq + j] = acc[i][j];
             }
         }
     }
@@ -584,12 +643,12 @@ __device__ void st_apply(const T* R, long ldr, T* out, long ldo, const T* __rest
 extern "C" {
 __global__ void __launch_bounds__(ST_NT) structured_solve_f32(
     const float* R, long ldr, const float* W, long wq, long wc, int n, int k, float sgn,
-    float* P, float* F, float* Zs, int sb, int* sync)
-{ st_solve(R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, sb, sync); }
+    float* P, float* F, float* Zs, float* Gs, int sb, int* sync)
+{ st_solve(R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb, sync); }
 __global__ void __launch_bounds__(ST_NT) structured_solve_f64(
     const double* R, long ldr, const double* W, long wq, long wc, int n, int k, double sgn,
-    double* P, double* F, double* Zs, int sb, int* sync)
-{ st_solve(R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, sb, sync); }
+    double* P, double* F, double* Zs, double* Gs, int sb, int* sync)
+{ st_solve(R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb, sync); }
 __global__ void __launch_bounds__(ST_NT) structured_apply_f32(
     const float* R, long ldr, float* out, long ldo, const float* W, long wq, long wc, int n,
     int k, const float* P, const float* F, const float* Zs, const int4* table, int check,

@@ -1,4 +1,4 @@
-// 16-byte moves of four consecutive values, shared by the kernel files (prepended to each
+// Vector moves of two or four consecutive values, shared by the kernel files (prepended to each
 // module's source by qrlab/gpu.py).
 
 template <typename T>
@@ -12,6 +12,19 @@ __device__ __forceinline__ void lds4(const T* p, T v[4])
         const double2 a = *reinterpret_cast<const double2*>(p);
         const double2 b = *reinterpret_cast<const double2*>(p + 2);
         v[0] = a.x; v[1] = a.y; v[2] = b.x; v[3] = b.y;
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void lds2(const T* p, T v[2])
+{
+    // two consecutive values of shared memory (aligned to their size) in one load
+    if constexpr (sizeof(T) == 4) {
+        const float2 q = *reinterpret_cast<const float2*>(p);
+        v[0] = q.x; v[1] = q.y;
+    } else {
+        const double2 q = *reinterpret_cast<const double2*>(p);
+        v[0] = q.x; v[1] = q.y;
     }
 }
 
