@@ -74,8 +74,8 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
         Panel width of the blocked method. Default ``min(n, 64)`` for NumPy arrays and
         ``min(n, 256)`` for CuPy arrays (``DEFAULT_BLOCK_SIZE``, see Notes). Ignored by
         the rotation methods. With CuPy arrays and ``block_size=None`` the blocked method
-        runs in fused kernels instead (for k <= 64 the structured method, two launches;
-        beyond, one launch per 512 columns of V, 256 in float64; see Notes); giving a
+        runs in fused kernels instead (for k <= 64 the structured method, one or two
+        launches; beyond, one launch per 512 columns of V, 256 in float64; see Notes); giving a
         `block_size` selects the array-operation panels.
     panel : {'cholesky', 'householder'}, optional
         How the blocked method factors each panel (the results agree to rounding):
@@ -153,11 +153,13 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
     1974, in blocks). Since ``P^T R = V^T``, row block ``I`` of the result is
     ``M_II R_I + Wm_I (V^T - sum_{J <= I} P_J^T R_J)``. The only chain left is the
     triangular solve for ``P``, one 64-row block per step; everything else is matrix
-    products. Cost: ``(3 k + 32) n^2`` flops, ``R`` read twice and written once. Two
-    launches: the solve (which also factors each diagonal block of ``M``) and the
-    product ``M R``. Values and the diagonal are checked inside the kernels, so
-    `check_finite` costs no extra pass, and nothing is written unless the whole update
-    succeeded. For updates, method C1 is stable; for a downdate ``S`` loses accuracy as
+    products. Cost: at most ``(3 k + 32) n^2`` flops, ``R`` read twice and written once.
+    The solve (which also factors each diagonal block of ``M``) and the product ``M R``
+    run in one launch, the product's thread blocks starting on their rows as soon as
+    the solve has passed them; in place (``overwrite``) the product is a second launch,
+    after the whole solve, so that a failure leaves ``R`` untouched. Values and the
+    diagonal are checked inside the kernels, so `check_finite` costs no extra pass, and
+    ``R`` is written only if the whole update succeeded. For updates, method C1 is stable; for a downdate ``S`` loses accuracy as
     ``A - V V^T`` nears singularity, as the hyperbolic reflectors do (the GPU tests hold
     both to the same tolerances against the NumPy path).
 

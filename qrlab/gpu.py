@@ -9,9 +9,10 @@ panels (the p-wide Stage 1 of adding columns) use ``panel_qr``
 (``qrlab/kernels/panel.cu``: panel and ``T`` in shared memory) and matrix products.
 
 The rank-k Cholesky update and downdate for k <= 64 run with no chain of reflectors
-(``qrlab/kernels/structured.cu``, :meth:`GpuExecutor.structured_update`): one launch
-solves ``P = R^{-T} V`` block by block and factors the diagonal blocks of the structured
-factor ``M`` of ``I +- P P^T``, a second forms ``M R`` as matrix products.
+(``qrlab/kernels/structured.cu``, :meth:`GpuExecutor.structured_update`): thread blocks
+that solve ``P = R^{-T} V`` block by block and factor the diagonal blocks of the
+structured factor ``M`` of ``I +- P P^T``, and in the same launch thread blocks that form
+``M R`` as matrix products as soon as their rows are solved (in place, a second launch).
 
 The Cholesky update for larger k, a triangle ``[R; V^T]`` reduced to ``[R'; 0]``, and,
 without Q, adding rows (``[R; U]``, right-hand sides carried) and removing columns (the ``p`` rows
@@ -173,13 +174,14 @@ def _structured_smem(item, kp):
 
 @functools.lru_cache(maxsize=None)
 def _structured_kernels(item):
-    """``structured_solve`` and ``structured_apply`` for values of ``item`` bytes, each
-    allowed the shared memory of the largest k (the limit belongs to the function, so one
-    value serves every launch)."""
+    """``structured_solve``, ``structured_apply`` and ``structured_update`` (the two in
+    one launch) for values of ``item`` bytes, each allowed the shared memory of the
+    largest k (the limit belongs to the function, so one value serves every launch)."""
     suffix = "f32" if item == 4 else "f64"
+    solve, apply = _structured_smem(item, 64)
     fns = []
-    for name, smem in zip(("structured_solve_", "structured_apply_"),
-                          _structured_smem(item, 64)):
+    for name, smem in (("structured_solve_", solve), ("structured_apply_", apply),
+                       ("structured_update_", max(solve, apply))):
         fn = kernels().get_function(name + suffix)
         fn.max_dynamic_shared_size_bytes = smem
         fns.append(fn)
@@ -187,10 +189,12 @@ def _structured_kernels(item):
 
 
 @functools.lru_cache(maxsize=64)
-def _structured_table(n, device):
+def _structured_table(n, device, follow):
     """The jobs of ``structured_apply`` for order n, one int4 per thread block: (tile of
     64 columns, segment, first row, end row); segment -1 zeroes rows below the diagonal
-    block.  Tiles from the last (the tallest) first.  Made once per n (and device)."""
+    block.  After the solve (follow false): tiles from the last (the tallest) first.
+    Following it in the same launch: the zeros first, then segment by segment, the order
+    in which the solve makes them ready.  Made once per n (and device)."""
     import cupy as cp
     del device                                   # (part of the cache key)
     nb, sb = _structured_blocks(n)
@@ -200,6 +204,8 @@ def _structured_table(n, device):
         top = min(64 * t + 64, n)
         jobs += [(t, s, s * seg, min(s * seg + seg, top)) for s in range(-(-top // seg))]
         jobs += [(t, -1, r, min(r + seg, n)) for r in range(top, n, seg)]
+    if follow:
+        jobs.sort(key=lambda job: (job[1] >= 0, job[1]))
     return cp.asarray(np.array(jobs, dtype=np.int32))
 
 
@@ -482,6 +488,9 @@ class GpuExecutor(Executor):
 
     #: the most columns of V that :meth:`structured_update` takes
     structured_k_max = 64
+    #: whether :meth:`structured_update` into a new array runs the apply in the solve's
+    #: launch, each block as soon as its rows are ready (else after it, a second launch)
+    structured_follow = True
 
     def structured(self, dtype, k):
         """Whether :meth:`structured_update` takes a rank-``k`` update of ``dtype``."""
@@ -492,19 +501,22 @@ class GpuExecutor(Executor):
     def structured_update(self, R, W, sgn, out, check_finite=True):
         """The factor of ``R^T R + sgn W^T W`` into ``out`` (``R`` itself, or a new n x n
         array with contiguous rows), by the structured factor ``M`` of ``I + sgn P P^T``,
-        ``P = R^{-T} W^T``, with no chain of reflectors: two launches
-        (``kernels/structured.cu``).  ``structured_solve`` solves for ``P`` block by
-        block (its chain: one 64-row block, one small product per step) and factors the
-        diagonal blocks of ``M``; ``structured_apply`` forms ``out = M R`` as products,
-        one thread block per 64 columns and segment of rows.  ``R`` (n x n, contiguous
-        rows) is read as ``triu(R)`` with each row times the sign of its diagonal entry;
-        ``W`` is k x n (k <= 64, any strides).  Both are checked on the way (non-finite
-        values, a zero on the diagonal) at no extra pass.
+        ``P = R^{-T} W^T``, with no chain of reflectors (``kernels/structured.cu``).
+        ``structured_solve`` solves for ``P`` block by block (its chain: one 64-row block,
+        one small product per step) and factors the diagonal blocks of ``M``;
+        ``structured_apply`` forms ``out = M R`` as products, one thread block per 64
+        columns and segment of rows.  Into a new array both run in one launch
+        (``structured_update``), each apply block starting as soon as the solve has made
+        its rows ready; in place (``out`` is ``R``) the apply is a second launch, since
+        the solve reads R to the end.  ``R`` (n x n, contiguous rows) is read as
+        ``triu(R)`` with each row times the sign of its diagonal entry; ``W`` is k x n
+        (k <= 64, any strides).  Both are checked on the way (non-finite values, a zero on
+        the diagonal) at no extra pass.
 
         Returns ``(fail, zero, nonfinite)``: the first column whose pivot failed, the
         first zero on the diagonal (each -1 if none) and whether a value of ``triu(R)``
         (bit 1) or ``W`` (bit 2) is not finite.  When any is set (the last only with
-        ``check_finite``) ``out`` is not written."""
+        ``check_finite``) ``R`` is not written; a new ``out`` may hold partial values."""
         import cupy as cp
         n, k = R.shape[0], W.shape[0]
         dt = R.dtype
@@ -513,8 +525,8 @@ class GpuExecutor(Executor):
         kp = -(-k // 4) * 4
         nb, sb = _structured_blocks(n)
         npad, nseg = nb * 64, -(-nb // sb)
-        # ticket, fail, non-finite, zero, then a flag per block for P and one for G
-        sync = cp.zeros(4 + 2 * nb, dtype=cp.int32)
+        # ticket, fail, non-finite, zero, then per block flags for P, G, z written, F written
+        sync = cp.zeros(4 + 4 * nb, dtype=cp.int32)
         # one workspace: P (npad x kp), z at each segment's start (segment 0 starts from
         # W: unused), F (per 32 rows, (32 + kp) x 32), G (per block, kp x kp)
         nf = 2 * nb * (32 + kp) * 32
@@ -525,14 +537,23 @@ class GpuExecutor(Executor):
         item = dt.itemsize
         ldr, ldo = np.int64(R.strides[0] // item), np.int64(out.strides[0] // item)
         wq, wc = np.int64(W.strides[0] // item), np.int64(W.strides[1] // item)
-        solve, apply = _structured_kernels(item)
+        solve, apply, both = _structured_kernels(item)
         smem1, smem2 = _structured_smem(item, kp)
-        solve((nb,), (256,), (R, ldr, W, wq, wc, np.int32(n), np.int32(k), dt.type(sgn), P, F,
-                              Zs, G, np.int32(sb), sync), shared_mem=smem1)
-        table = _structured_table(n, cp.cuda.Device().id)
-        apply((table.shape[0],), (256,),
-              (R, ldr, out, ldo, W, wq, wc, np.int32(n), np.int32(k), P, F, Zs, table,
-               np.int32(bool(check_finite)), sync), shared_mem=smem2)
+        # into a new array, the apply follows the solve in the same launch; in place it
+        # must wait for the whole solve (which reads R, and may fail)
+        follow = out is not R and self.structured_follow
+        table = _structured_table(n, cp.cuda.Device().id, follow)
+        n_, k_ = np.int32(n), np.int32(k)
+        if follow:
+            both((nb + table.shape[0],), (256,),
+                 (R, ldr, out, ldo, W, wq, wc, n_, k_, dt.type(sgn), P, F, Zs, G, np.int32(sb),
+                  table, sync), shared_mem=max(smem1, smem2))
+        else:
+            solve((nb,), (256,), (R, ldr, W, wq, wc, n_, k_, dt.type(sgn), P, F, Zs, G,
+                                  np.int32(sb), sync), shared_mem=smem1)
+            apply((table.shape[0],), (256,),
+                  (R, ldr, out, ldo, W, wq, wc, n_, k_, P, F, Zs, table,
+                   np.int32(bool(check_finite)), sync), shared_mem=smem2)
         fail, nonfinite, zero = (int(v) for v in sync[1:4].get())
         return (n - fail if fail else -1), (n - zero if zero else -1), nonfinite
 

@@ -362,14 +362,18 @@ def test_random_problems(n, k, dtype, method, downdate, overwrite, block_size, s
 
 #: the GPU's fused paths: the structured method (k <= 64), the chain of reflectors in one
 #: cooperative launch (k <= 64 forced onto it), one reflect_panel launch per panel
-FUSED_PATHS = ["structured", "chain", "per-panel"]
+FUSED_PATHS = ["structured", "structured-2", "chain", "per-panel"]
 
 
 def use_fused_path(monkeypatch, path):
+    """structured: the solve and the apply in one launch where the result is a new array;
+    structured-2: always in two launches; chain: the chain of reflectors for every k."""
     from qrlab.gpu import GpuExecutor
     monkeypatch.setattr(GpuExecutor, "one_launch", path != "per-panel")
     if path == "chain":
         monkeypatch.setattr(GpuExecutor, "structured_k_max", 0)
+    if path == "structured-2":
+        monkeypatch.setattr(GpuExecutor, "structured_follow", False)
 
 
 @pytest.mark.gpu

@@ -24,44 +24,49 @@
 // structured_apply: one block per 64 columns and segment of rows, R~_I = M_II R_I + Wm_I Z
 //   32 rows at a time down the segment, from the segment's z, into out (R itself, or a new
 //   array whose strict lower triangle it zeroes); each warp skips the rows of F that are
-//   zero for its rows (M_II is upper triangular).  It writes nothing if the solve found a
-//   breakdown, so a failed downdate leaves R as it was.
+//   zero for its rows (M_II is upper triangular).  After the solve, it writes nothing if
+//   the solve found a breakdown, so a failed downdate leaves R as it was.
+// structured_update: both in one launch, into a new array: the first nb blocks (tickets)
+//   solve, the others apply, each waiting for its segment's z (zflags) and for each block
+//   of rows it reaches (done), so the product follows the chain instead of waiting for
+//   its end.
 //
-// Measured on an H100 (float): the solve takes about 3.1 us per block of 64 columns for
-// k = 1, 5.5 for k = 16 and 11 for k = 64 (n = 5000; 3.5, 6.8 and 13 at n = 20000), the
-// apply 0.11 to 0.27 ms at n = 5000 and 1.3 (k = 1) to 3.1 ms (k = 64) at n = 20000.  The
-// solve is bound by its chain: each step waits for the flag, loads P_{C-1} from L2, runs
-// its product and fences before its own flag.  The old chain of reflectors (triangle.cu)
-// took 8.5 to 17.5 us per 32 columns.
+// Measured on an H100 (float): the solve takes about 3.3 us per block of 64 columns for
+// k = 1, 5.6 for k = 16 and 11.6 for k = 64 (n = 5000; 3.6, 6.8 and 13 at n = 20000), the
+// apply alone 0.11 to 0.28 ms at n = 5000 and 1.2 (k = 1) to 3.2 ms (k = 64) at n = 20000.
+// In one launch the update takes 0.34 to 1.24 ms at n = 5000 and 1.97 to 5.6 ms at
+// n = 20000.  The solve is bound by its chain: each step waits for the flag, loads
+// P_{C-1} from L2, runs its product and fences before its own flag.  The old chain of
+// reflectors (triangle.cu) took 8.5 to 17.5 us per 32 columns.
 //
 // Layout: R (leading dimension ldr), out (ldo) and W = V^T (k x n; strides wq, wc).  R's
 // strict lower triangle is not read, and its rows may have either sign (see st_solve).
 // P, and each segment of Zs: npad x kp (npad = 64 nb, kp = k rounded up to 4), row i = p_i
 // (times the sign of R[i][i]).  F: per 32 rows, (32 + kp) x 32: F[j][r] = M_II[r][j]
 // (times the sign of row j) and F[32 + q][r] = Wm_I[r][q].  Gs: per block, kp x kp.
-// sync: ints, zero: [ticket, fail, non-finite, zero diagonal, a flag per block for P, a
-// flag per block for G]; a breakdown in column j leaves n - j in sync[1] (the largest
-// kept, so the first column), a zero R[j][j] n - j in sync[3], a value of R or W that is
-// not finite bit 1 or 2 in sync[2].
+// sync: ints, zero: [ticket, fail, non-finite, zero diagonal, then per block a flag for P,
+// one for G, the last segment whose z it wrote, and F written]; a breakdown in column j
+// leaves n - j in sync[1] (the largest kept, so the first column), a zero R[j][j] n - j
+// in sync[3], a value of R or W that is not finite bit 1 or 2 in sync[2].
 
 #define ST_NT 256    // threads per block
 #define ST_B 64      // rows and columns of a block of the solve
 #define ST_LD 68     // leading dimension of 64-column tiles in shared memory: rows 4 banks
                      // apart, so that the lanes splitting a product's sum do not collide
 
-__device__ __forceinline__ void st_wait(const int* flag)
+__device__ __forceinline__ void st_wait(const int* flag, int at_least = 1)
 {
     int v;
     do {
         asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
-    } while (v == 0);
+    } while (v < at_least);
 }
 
-__device__ __forceinline__ void st_publish(int* flag)
+__device__ __forceinline__ void st_publish(int* flag, int value = 1)
 {
     // after a block barrier: one fence orders the whole block's stores before the flag
     __threadfence();
-    asm volatile("st.release.gpu.global.s32 [%0], %1;" :: "l"(flag), "r"(1) : "memory");
+    asm volatile("st.release.gpu.global.s32 [%0], %1;" :: "l"(flag), "r"(value) : "memory");
 }
 
 template <int ROWS, typename T>
@@ -360,9 +365,9 @@ __device__ __forceinline__ void st_gram_add(T g[16], const T* G, int kp)
 }
 
 template <typename T>
-__device__ void st_solve(const T* __restrict__ R, long ldr, const T* __restrict__ W, long wq,
-                         long wc, int n, int k, T sgn, T* P, T* F, T* Zs, T* Gs, int sb,
-                         int* sync)
+__device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __restrict__ W,
+                         long wq, long wc, int n, int k, T sgn, T* P, T* F, T* Zs, T* Gs,
+                         int sb, int* sync)
 {
     extern __shared__ __align__(16) unsigned char st_raw[];
     const int kp = (k + 3) & ~3, tid = threadIdx.x;
@@ -372,16 +377,15 @@ __device__ void st_solve(const T* __restrict__ R, long ldr, const T* __restrict_
     T* const zT = Mx + ST_B * ST_LD;                   // z (64 x kp: row c is column c);
     T* const yT = zT + ST_B * kp;                      //   then X^T (kp x 64)
     T* const pT = yT + ST_B * kp;                      // the P_J coming in
-    __shared__ int s_ticket;
     __shared__ T rdiag[ST_B], dsign[ST_B];
     const int nb = (n + ST_B - 1) / ST_B;
     const long npad = (long)nb * ST_B;
     int* const fail = sync + 1;
     int* const flags = sync + 4;
     int* const gflags = flags + nb;
-    if (tid == 0) s_ticket = atomicAdd(sync, 1);
-    __syncthreads();
-    const int C = s_ticket, c0 = C * ST_B, h = min(ST_B, n - c0);
+    int* const zflags = gflags + nb;   // the last segment whose z this block has written
+    int* const done = zflags + nb;     // F written (or the block gave up)
+    const int c0 = C * ST_B, h = min(ST_B, n - c0);
     const int tq = st_rows_per_thread(k);             // of a k x 64 product
 
     // Row signs: R = D R+ with R+'s diagonal positive, and R+^T R+ = R^T R.  The block
@@ -441,6 +445,7 @@ __device__ void st_solve(const T* __restrict__ R, long ldr, const T* __restrict_
             if (J >= 1) st_wait(gflags + J - 1);
         }
         __syncthreads();
+        if (tid == 0 && J > 0 && J % sb == 0) st_publish(zflags + C, J / sb);
         st_copy_in(pT, P + (long)J * ST_B * kp, ST_B * kp);
         if (J >= 1) st_gram_add(g, Gs + (long)(J - 1) * kp * kp, kp);
         __syncthreads();
@@ -462,7 +467,10 @@ __device__ void st_solve(const T* __restrict__ R, long ldr, const T* __restrict_
     __syncthreads();
     for (int e = tid; e < ST_B * kp; e += ST_NT) P[(long)c0 * kp + e] = yT[e] * dsign[e / kp];
     __syncthreads();
-    if (tid == 0) st_publish(flags + C);
+    if (tid == 0) {
+        st_publish(flags + C);
+        if (C >= 2 && (C - 1) % sb == 0) st_publish(zflags + C, (C - 1) / sb);
+    }
     if (!finite || !finite_w) atomicOr(sync + 2, (finite ? 0 : 1) | (finite_w ? 0 : 2));
 
     // off the chain: G_C for the blocks after this one, the last terms of S, and z at the
@@ -482,6 +490,8 @@ __device__ void st_solve(const T* __restrict__ R, long ldr, const T* __restrict_
         st_product(zT, 1, kp, pT, kp, tile, ST_LD, ST_B, k, ST_B, tq, T(-1), true);
         __syncthreads();
         st_copy_out(Zs + (C / sb) * npad * kp + (long)c0 * kp, zT, ST_B * kp);
+        __syncthreads();
+        if (tid == 0) st_publish(zflags + C, C / sb);
     }
     __syncthreads();
     T* const S = inv;
@@ -495,7 +505,10 @@ __device__ void st_solve(const T* __restrict__ R, long ldr, const T* __restrict_
     }
     if (!st_cholesky_lower(S, k, kp)) {
         // S is not positive definite: a block before this one broke down (and says where)
-        if (tid == 0) atomicMax(fail, n - c0);
+        if (tid == 0) {
+            atomicMax(fail, n - c0);
+            st_publish(done + C);
+        }
         return;
     }
 
@@ -532,7 +545,10 @@ __device__ void st_solve(const T* __restrict__ R, long ldr, const T* __restrict_
     if (tid < ST_B) A[tid * la + tid] += T(1);
     const int j = st_cholesky_upper(A, la);
     if (j >= 0) {
-        if (tid == 0 && j < h) atomicMax(fail, n - (c0 + j));
+        if (tid == 0) {
+            if (j < h) atomicMax(fail, n - (c0 + j));
+            st_publish(done + C);
+        }
         return;
     }
     // Wm = sgn (U^{-T} X) L^{-1}, row by row from the last column (four lanes a row)
@@ -561,21 +577,27 @@ __device__ void st_solve(const T* __restrict__ R, long ldr, const T* __restrict_
                              : A[row * la + ST_B + jj - 32];
         }
     }
+    __syncthreads();
+    if (tid == 0) st_publish(done + C);
 }
 
 template <typename T>
-__device__ void st_apply(const T* R, long ldr, T* out, long ldo, const T* __restrict__ W,
-                         long wq, long wc, int n, int k, const T* P,
-                         const T* F, const T* Zs, const int4* table, int check,
-                         const int* sync)
+__device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, long ldo,
+                         const T* __restrict__ W, long wq, long wc, int n, int k, const T* P,
+                         const T* F, const T* Zs, int check, const int* sync)
 {
-    // table[blockIdx.x] = (tile t of 64 columns, segment s or -1, rows r_begin .. r_end);
-    // s = -1: rows below the diagonal block, zeros
+    // job = (tile t of 64 columns, segment s or -1, rows r_begin .. r_end); s = -1: rows
+    // below the diagonal block, zeros.  follow: the solve is still running (the same
+    // launch), so wait for the segment's z and each block's F and P (flags); out is then
+    // not R, and is written whatever the solve finds.  Otherwise the solve is over, and
+    // nothing is written if it failed.
     extern __shared__ __align__(16) unsigned char st_raw[];
     const volatile int* vs = sync;
-    if (vs[1] != 0 || vs[3] != 0 || (check && vs[2] != 0)) return;   // R's output untouched
+    if (!follow && (vs[1] != 0 || vs[3] != 0 || (check && vs[2] != 0))) return;
     const int kp = (k + 3) & ~3, tid = threadIdx.x;
-    const int4 job = table[blockIdx.x];
+    const int nb = (n + ST_B - 1) / ST_B;
+    const int* const zflags = sync + 4 + 2 * nb;
+    const int* const done = zflags + nb;
     const int c0 = job.x * ST_B, seg = job.y, r_begin = job.z, r_end = job.w;
     if (seg < 0) {
         for (int e = tid; e < (r_end - r_begin) * 64; e += ST_NT) {
@@ -588,15 +610,22 @@ __device__ void st_apply(const T* R, long ldr, T* out, long ldo, const T* __rest
     T* const Z = B + 32 * ST_LD;
     T* const Ft = Z + kp * ST_LD;                // F of the 32 rows, (32 + kp) x 32
     T* const Pi = Ft + (32 + kp) * 32;           // P_I (32 x kp)
-    const long npad = (long)((n + ST_B - 1) / ST_B) * ST_B;
+    const long npad = (long)nb * ST_B;
     const int tq = st_rows_per_thread(k);
 
+    if (follow) {
+        if (tid == 0) {
+            if (seg > 0) st_wait(zflags + job.x, seg);
+            st_wait(done + r_begin / ST_B);
+        }
+        __syncthreads();
+    }
     for (int e = tid; e < kp * 64; e += ST_NT) {
         const int q = e / 64, c = e % 64;
         T z = 0;
         if (q < k && c0 + c < n)
             z = seg == 0 ? W[q * wq + (c0 + c) * wc]
-                         : Zs[seg * npad * kp + (long)(c0 + c) * kp + q];
+                         : __ldcg(Zs + seg * npad * kp + (long)(c0 + c) * kp + q);
         Z[q * ST_LD + c] = z;
     }
     T rt[8];
@@ -611,6 +640,9 @@ __device__ void st_apply(const T* R, long ldr, T* out, long ldo, const T* __rest
     const int q0 = 8 * (w / 2) + 2 * (lane / 8), cq = 32 * (w % 2) + 4 * (lane % 8);
     const int l0 = 8 * (w / 2);                   // M_II[q][j] = 0 for j < q: F's rows from l0
     for (int r0 = r_begin; r0 < r_end; r0 += 32) {
+        // (the next 32 rows are prefetched below: their block's F and P must be there)
+        if (follow && tid == 0 && r0 + 32 < r_end && (r0 + 32) % ST_B == 0)
+            st_wait(done + (r0 + 32) / ST_B);
         __syncthreads();
         st_stash<32>(B, rt);
         st_stash_vec<6 * sizeof(T) / 8>(Ft, fv, nf);
@@ -640,23 +672,60 @@ __device__ void st_apply(const T* R, long ldr, T* out, long ldo, const T* __rest
     }
 }
 
+__device__ __forceinline__ int st_ticket(int* sync)
+{
+    // blocks numbered in the order they start, so that every block one waits for is running
+    __shared__ int ticket;
+    if (threadIdx.x == 0) ticket = atomicAdd(sync, 1);
+    __syncthreads();
+    return ticket;
+}
+
+template <typename T>
+__device__ void st_update(const T* R, long ldr, T* out, long ldo, const T* W, long wq, long wc,
+                          int n, int k, T sgn, T* P, T* F, T* Zs, T* Gs, int sb,
+                          const int4* table, int* sync)
+{
+    // the solve and the apply in one launch (out is not R): the first nb blocks solve, the
+    // others apply, each as soon as the rows it needs are ready
+    const int t = st_ticket(sync), nb = (n + ST_B - 1) / ST_B;
+    if (t < nb) st_solve(t, R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb, sync);
+    else st_apply(table[t - nb], true, R, ldr, out, ldo, W, wq, wc, n, k, P, F, Zs, 0, sync);
+}
+
 extern "C" {
 __global__ void __launch_bounds__(ST_NT) structured_solve_f32(
     const float* R, long ldr, const float* W, long wq, long wc, int n, int k, float sgn,
     float* P, float* F, float* Zs, float* Gs, int sb, int* sync)
-{ st_solve(R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb, sync); }
+{ st_solve(st_ticket(sync), R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb, sync); }
 __global__ void __launch_bounds__(ST_NT) structured_solve_f64(
     const double* R, long ldr, const double* W, long wq, long wc, int n, int k, double sgn,
     double* P, double* F, double* Zs, double* Gs, int sb, int* sync)
-{ st_solve(R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb, sync); }
+{ st_solve(st_ticket(sync), R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb, sync); }
 __global__ void __launch_bounds__(ST_NT) structured_apply_f32(
     const float* R, long ldr, float* out, long ldo, const float* W, long wq, long wc, int n,
     int k, const float* P, const float* F, const float* Zs, const int4* table, int check,
     const int* sync)
-{ st_apply(R, ldr, out, ldo, W, wq, wc, n, k, P, F, Zs, table, check, sync); }
+{
+    st_apply(table[blockIdx.x], false, R, ldr, out, ldo, W, wq, wc, n, k, P, F, Zs, check,
+             sync);
+}
 __global__ void __launch_bounds__(ST_NT) structured_apply_f64(
     const double* R, long ldr, double* out, long ldo, const double* W, long wq, long wc, int n,
     int k, const double* P, const double* F, const double* Zs, const int4* table, int check,
     const int* sync)
-{ st_apply(R, ldr, out, ldo, W, wq, wc, n, k, P, F, Zs, table, check, sync); }
+{
+    st_apply(table[blockIdx.x], false, R, ldr, out, ldo, W, wq, wc, n, k, P, F, Zs, check,
+             sync);
+}
+__global__ void __launch_bounds__(ST_NT) structured_update_f32(
+    const float* R, long ldr, float* out, long ldo, const float* W, long wq, long wc, int n,
+    int k, float sgn, float* P, float* F, float* Zs, float* Gs, int sb, const int4* table,
+    int* sync)
+{ st_update(R, ldr, out, ldo, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb, table, sync); }
+__global__ void __launch_bounds__(ST_NT) structured_update_f64(
+    const double* R, long ldr, double* out, long ldo, const double* W, long wq, long wc, int n,
+    int k, double sgn, double* P, double* F, double* Zs, double* Gs, int sb, const int4* table,
+    int* sync)
+{ st_update(R, ldr, out, ldo, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb, table, sync); }
 }
