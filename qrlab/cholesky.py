@@ -159,9 +159,10 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
     the solve has passed them; in place (``overwrite``) the product is a second launch,
     after the whole solve, so that a failure leaves ``R`` untouched. Values and the
     diagonal are checked inside the kernels, so `check_finite` costs no extra pass, and
-    ``R`` is written only if the whole update succeeded. For updates, method C1 is stable; for a downdate ``S`` loses accuracy as
-    ``A - V V^T`` nears singularity, as the hyperbolic reflectors do (the GPU tests hold
-    both to the same tolerances against the NumPy path).
+    ``R`` is written only if the whole update succeeded. For updates, method C1 is
+    stable; for a downdate ``S`` loses accuracy as ``A - V V^T`` nears singularity, as
+    the hyperbolic reflectors do (the GPU tests hold both to the same tolerances against
+    the NumPy path).
 
     **On a GPU, k > 64** (and the Q-less adding of rows and removing of columns) the whole
     update is one launch of ``qrlab/kernels/triangle.cu`` (panels of 32 columns): one thread
