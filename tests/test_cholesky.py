@@ -496,6 +496,28 @@ class TestCuPy:
                                        rtol=0, atol=tol)
             np.testing.assert_array_equal(cp.asnumpy(R_d), Rs)
 
+    @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+    @pytest.mark.parametrize("n, k", [(65, 1), (700, 16), (1100, 64), (4100, 3)])
+    def test_structured_one_launch_is_two(self, n, k, dtype, monkeypatch):
+        """The apply following the solve in one launch (a new array) gives, bit for bit,
+        what the apply after the whole solve (in place) gives: the flags hand over every
+        value it needs; repeated, since a missed wait would show only sometimes."""
+        import cupy as cp
+
+        from qrlab.gpu import GpuExecutor
+        R, V, _, _ = make_problem(n, k, dtype, True, seed=6)
+        R_d, V_d = cp.asarray(R), cp.asarray(V)
+        assert GpuExecutor().structured(dtype, k)
+        for _ in range(5):
+            in_place = R_d.copy()
+            cholesky_update(in_place, V_d, downdate=True, overwrite=True)
+            monkeypatch.setattr(GpuExecutor, "structured_follow", True)
+            one = cholesky_update(R_d, V_d, downdate=True)
+            cp.testing.assert_array_equal(one, in_place)
+            monkeypatch.setattr(GpuExecutor, "structured_follow", False)
+            two = cholesky_update(R_d, V_d, downdate=True)
+            cp.testing.assert_array_equal(two, in_place)
+
     @pytest.mark.parametrize("overwrite", [False, True])
     @pytest.mark.parametrize("where", ["R", "V", "zero"])
     def test_structured_checks_inside_the_kernels(self, where, overwrite):
