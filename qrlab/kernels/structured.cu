@@ -65,7 +65,7 @@ __device__ __forceinline__ void st_wait(const int* flag, int at_least = 1)
 __device__ __forceinline__ void st_publish(int* flag, int value = 1)
 {
     // after a block barrier: one fence orders the whole block's stores before the flag
-    // (the release alone orders this thread's; without the fence a GPU test failed once)
+    // (kept although the release may be enough: a run without it failed a GPU test once)
     __threadfence();
     asm volatile("st.release.gpu.global.s32 [%0], %1;" :: "l"(flag), "r"(value) : "memory");
 }
