@@ -70,6 +70,32 @@ __device__ __forceinline__ void st_publish(int* flag, int value = 1)
     asm volatile("st.release.gpu.global.s32 [%0], %1;" :: "l"(flag), "r"(value) : "memory");
 }
 
+__device__ __forceinline__ bool st_is_set(const int* flag)
+{
+    int v;
+    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
+    return v >= 1;
+}
+
+__device__ int st_ready(const int* flags, const int* gflags, int from, int end)
+{
+    // By one warp: the last J' < end such that blocks from .. J' have all published P_J
+    // (flags[J]) and G_{J-1} (gflags[J - 1]), waiting for block `from` if none is.  Reads
+    // 32 blocks' flags at once, so that a block that starts behind the chain (at large n
+    // not every block of the solve is resident at once) catches up with one round trip
+    // per 32 blocks, not two per block.
+    const int lane = threadIdx.x & 31, J = from + lane;
+    const bool set = J < end && st_is_set(flags + J) && (J == 0 || st_is_set(gflags + J - 1));
+    const unsigned ok = __ballot_sync(0xffffffff, set);
+    if (ok & 1) return from + (~ok ? __ffs(~ok) - 1 : 32) - 1;
+    if (lane == 0) {
+        st_wait(flags + from);
+        if (from > 0) st_wait(gflags + from - 1);
+    }
+    __syncwarp();
+    return from;
+}
+
 template <int ROWS, typename T>
 __device__ __forceinline__ void st_fetch(T x[ROWS / 4], const T* R, long ldr, int n, int r0,
                                          int c0)
@@ -298,49 +324,50 @@ __device__ void st_invert(T* inv, const T* U, const T* rd, T* tmp)
 template <typename T>
 __device__ __forceinline__ T st_rsqrt(T d) { return T(1) / sqrt(d); }
 
-template <typename T>
-__device__ bool st_cholesky_lower(T* S, int k, int ld)
-{
-    // S = L L^T in place (k x k, lower triangle); false if a pivot is not positive.
-    // The pivot's own entry is written in the second phase, after everyone has read it.
-    for (int j = 0; j < k; ++j) {
-        __syncthreads();
-        const T d = S[j * ld + j];
-        if (!(d > T(0))) return false;
-        const T rs = st_rsqrt(d);
-        for (int i = j + 1 + threadIdx.x; i < k; i += ST_NT) S[i * ld + j] *= rs;
-        __syncthreads();
-        const int m = k - j - 1;
-        for (int e = threadIdx.x; e < m * m; e += ST_NT) {
-            const int i = j + 1 + e / m, l = j + 1 + e % m;
-            if (l <= i) S[i * ld + l] -= S[i * ld + j] * S[l * ld + j];
-        }
-        if (threadIdx.x == 0) S[j * ld + j] = d * rs;
-    }
-    __syncthreads();
-    return true;
-}
+__device__ __forceinline__ float st_rcp(float d) { return __frcp_rn(d); }
+__device__ __forceinline__ double st_rcp(double d) { return __drcp_rn(d); }
 
 template <typename T>
-__device__ int st_cholesky_upper(T* A, int la)
+__device__ int st_cholesky(T* A, int rows, int la, int cols, T* rsd)
 {
-    // A[:, :64] = U^T U in place (upper triangle), its rows carrying the columns 64 .. la
-    // (so they end as U^{-T} times what they were); returns the first row whose pivot is
-    // not positive, or -1.  Thread: column tid % la, rows by strides of 256 / la.
-    const int c = threadIdx.x % la, h0 = threadIdx.x / la, hs = ST_NT / la;
-    for (int j = 0; j < ST_B; ++j) {
+    // A[:, :rows] = U^T U in place (rows <= 64; the upper triangle is read and written),
+    // its rows carrying the columns rows .. cols (so they end as U^{-T} times what they
+    // were); returns the first row whose pivot is not positive, or -1.  rsd: scratch for
+    // rows values.  Starts with a barrier, and ends with one if it returns -1.
+    // Thread: column c = tid % cols, rows h0, h0 + hs, ... up to last (the diagonal, or
+    // the last row for a carried column).  Step j subtracts row j's outer product (as it
+    // is, scaled by 1 / d_j) from the rows below; it writes only rows below j, so one
+    // barrier a step is enough, and row j is scaled by rsd[j] = d_j^{-1/2} at the end.
+    // A thread's rows are read, updated and written four at a time, so that the loads of
+    // a step overlap.
+    const int hs = ST_NT / cols, c = threadIdx.x % cols, h0 = threadIdx.x / cols;
+    const int last = h0 >= hs ? -1 : c >= rows ? rows - 1 : c;
+    int i0 = h0;                                      // this thread's first row below j
+    for (int j = 0; j < rows; ++j) {
         __syncthreads();
         const T d = A[j * la + j];
-        if (!(d > T(0))) return j;
-        const T rs = st_rsqrt(d);
-        if (h0 == 0 && c > j) A[j * la + c] *= rs;
-        __syncthreads();
-        if (h0 < hs && c > j) {
-            const T u = A[j * la + c];
-            const int i1 = min(c, ST_B - 1);
-            for (int i = j + 1 + h0; i <= i1; i += hs) A[i * la + c] -= A[j * la + i] * u;
+        if (!(d > T(0))) return j;                   // every thread reads the same d
+        if (threadIdx.x == 0) rsd[j] = st_rsqrt(d);
+        if (i0 == j) i0 += hs;
+        if (i0 > last) continue;
+        const T ujc = A[j * la + c] * st_rcp(d);
+        for (int i = i0; i <= last; i += 4 * hs) {
+            T a[4], uji[4];
+#pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                const bool in = i + u * hs <= last;
+                a[u] = in ? A[(i + u * hs) * la + c] : T(0);
+                uji[u] = in ? A[j * la + i + u * hs] : T(0);
+            }
+#pragma unroll
+            for (int u = 0; u < 4; ++u)
+                if (i + u * hs <= last) A[(i + u * hs) * la + c] = fma(-uji[u], ujc, a[u]);
         }
-        if (threadIdx.x == 0) A[j * la + j] = d * rs;
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < rows * cols; e += ST_NT) {
+        const int j = e / cols, c = e % cols;
+        if (c >= j) A[j * la + c] *= rsd[j];
     }
     __syncthreads();
     return -1;
@@ -431,8 +458,11 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
     // step of the chain (gflags): each thread sums its share as they come
     T g[16] = {};
 
-    // z -= (D_J P_J)^T R_JC for J < C - 1, the tiles of R one ahead in registers
+    // z -= (D_J P_J)^T R_JC for J < C - 1, the tiles of R one ahead in registers; P_J
+    // and G_{J-1} are read together (one round trip to L2 per block of the chain)
     T nxt[16];
+    __shared__ int ready;                              // the last J known to be ready
+    if (tid == 0) ready = -1;
     if (C >= 2) st_fetch<64>(nxt, R, ldr, n, 0, c0);
     for (int J = 0; J + 1 < C; ++J) {
         __syncthreads();
@@ -441,14 +471,16 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
         if (J + 2 < C) st_fetch<64>(nxt, R, ldr, n, (J + 1) * ST_B, c0);
         if (J > 0 && J % sb == 0)
             st_copy_out(Zs + (J / sb) * npad * kp + (long)c0 * kp, zT, ST_B * kp);
-        if (tid == 0) {
-            st_wait(flags + J);
-            if (J >= 1) st_wait(gflags + J - 1);
+        if (tid < 32 && J > ready) {
+            const int r = st_ready(flags, gflags, J, C - 1);
+            if (tid == 0) ready = r;
         }
         __syncthreads();
         if (tid == 0 && J > 0 && J % sb == 0) st_publish(zflags + C, J / sb);
-        st_copy_in(pT, P + (long)J * ST_B * kp, ST_B * kp);
+        int4 pv[sizeof(T)];
+        st_fetch_vec<sizeof(T)>(pv, P + (long)J * ST_B * kp, ST_B * kp);
         if (J >= 1) st_gram_add(g, Gs + (long)(J - 1) * kp * kp, kp);
+        st_stash_vec<sizeof(T)>(pT, pv, ST_B * kp);
         __syncthreads();
         st_product(zT, 1, kp, pT, kp, tile, ST_LD, ST_B, k, ST_B, tq, T(-1), true);
     }
@@ -504,7 +536,12 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
             if (e < kp * kp && q < k && r < k) S[e] = T(q == r) + sgn * g[u];
         }
     }
-    if (!st_cholesky_lower(S, k, kp)) {
+    // S = L L^T: U^T U in the upper triangle, then L = U^T into the lower one
+    const bool spd = st_cholesky(S, k, kp, k, pT) < 0;
+    for (int e = tid; spd && e < k * k; e += ST_NT)
+        if (e % k < e / k) S[e / k * kp + e % k] = S[e % k * kp + e / k];
+    __syncthreads();
+    if (!spd) {
         // S is not positive definite: a block before this one broke down (and says where)
         if (tid == 0) {
             atomicMax(fail, n - c0);
@@ -544,7 +581,7 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
     }
     __syncthreads();
     if (tid < ST_B) A[tid * la + tid] += T(1);
-    const int j = st_cholesky_upper(A, la);
+    const int j = st_cholesky(A, ST_B, la, la, pT);
     if (j >= 0) {
         if (tid == 0) {
             if (j < h) atomicMax(fail, n - (c0 + j));
