@@ -550,15 +550,15 @@ for n in sorted({r["n"] for r in rows}):
 # "per-panel launches"), and the array-operation panels ($b = 256$) up to $n = 5000$.
 #
 # Plainly: **the update beats cuSOLVER's refactorization for every $k \le 64$ at every
-# $n$ from 1000 up, in both precisions**. At $n \ge 5000$ it is 4.4 to 51 times faster
-# with $\tilde A$'s forming included and 4.3 to 49 times without; the thinnest margin is
+# $n$ from 1000 up, in both precisions**. At $n \ge 5000$ it is 4.6 to 50 times faster
+# with $\tilde A$'s forming included and 4.4 to 48 times without; the thinnest margin is
 # float64, $n = 5000$, $k = 64$. For $k = 256$ it wins from $n = 5000$ in float32 and
 # from $n = 10000$ in float64; at $n \le 2000$, refactorizing is faster for $k = 256$.
-# The structured method is 1.7 to 8.4 times faster than the chain of reflectors. At
+# The structured method is 1.7 to 8.1 times faster than the chain of reflectors. At
 # $k \le 64$ and $n \ge 5000$ it sits 3.5 to 12 times above the floor (the chain sat 8.7
-# to 63 times above): within 4 times at $n = 20000$ in float32 (3.5 to 3.8), 4.5 to 5.7
+# to 63 times above): within 4 times at $n = 20000$ in float32 (3.5 to 3.9), 4.4 to 5.6
 # in float64, and furthest at $n = 5000$. What bounds it there is the solve's chain: a
-# step costs 3.3 to 12 us per 64 columns (waiting for the flag, loading the previous
+# step costs 2.8 to 12 us per 64 columns (waiting for the flag, loading the previous
 # block from L2, one small product and the fence before its own flag), 79 steps at
 # $n = 5000$, while the product $M R$ alone would take 0.11 to 0.28 ms. The
 # checks, on the committed numbers:
@@ -870,8 +870,8 @@ print("stationary window: q='none' error below 100 cond(A) eps at every cond: Tr
 # * On the GPU, for $k \le 64$, the update is $\tilde R = M R$ with $M$ the structured
 #   Cholesky factor of $I \pm P P^T$, $P = R^{-T} V$: a triangular solve 64 rows a
 #   step, and matrix products that follow it in the same launch. On the H100 that beats
-#   cuSOLVER's refactorization for every $k \le 64$ from $n = 1000$ (up to 51 times at
-#   $n = 20000$). It runs 1.7 to 8.4 times faster than the chain of $n$ dependent
+#   cuSOLVER's refactorization for every $k \le 64$ from $n = 1000$ (up to 50 times at
+#   $n = 20000$). It runs 1.7 to 8.1 times faster than the chain of $n$ dependent
 #   reflectors that $k = 256$ still uses, and 3.5 to 12 times above the bandwidth floor
 #   (within 4 times in float32 at $n = 20000$).
 # * Errors are a few $\varepsilon$ in $\max|\tilde A - \tilde R^T\tilde R|/\max|\tilde A|$,

@@ -31,13 +31,18 @@
 //   of rows it reaches (done), so the product follows the chain instead of waiting for
 //   its end.
 //
-// Measured on an H100 (float): the solve takes about 3.3 us per block of 64 columns for
-// k = 1, 5.6 for k = 16 and 11.6 for k = 64 (n = 5000; 3.6, 6.8 and 13 at n = 20000), the
-// apply alone 0.11 to 0.28 ms at n = 5000 and 1.2 (k = 1) to 3.2 ms (k = 64) at n = 20000.
-// In one launch the update takes 0.34 to 1.24 ms at n = 5000 and 1.97 to 5.6 ms at
-// n = 20000.  The solve is bound by its chain: each step waits for the flag, loads
-// P_{C-1} from L2, runs its product and fences before its own flag.  The old chain of
-// reflectors (triangle.cu) took 8.5 to 17.5 us per 32 columns.
+// Measured on an H100 (float, with timestamps in the kernel): in one launch a step of the
+// chain takes about 2.8 us for k = 1, 6 for k = 16 and 11.5 for k = 64, 10 to 30 percent
+// less when the solve runs alone (two launches: no block of the apply shares its SMs).
+// A block's work after its step (S, its Cholesky factor, X, M_II and Wm) takes 30 to
+// 50 us for k <= 16 and about 160 us for k = 64.  The update takes 0.37 to 1.23 ms at
+// n = 5000 and 2.0 to 5.6 ms at n = 20000.  While every block of the solve is resident
+// (up to n = 10000 in float) the chain bounds the update, the apply following it; beyond
+// that (n = 20000, and n >= 10000 in double, one block per SM) the later blocks of the
+// solve wait for SMs and the apply runs mostly after the chain.  Starting those blocks
+// later still, to make room for the apply, was slower: a block that starts behind takes
+// nearly a step per block to catch up.  The old chain of reflectors (triangle.cu) took
+// 8.5 to 17.5 us per 32 columns.
 //
 // Layout: R (leading dimension ldr), out (ldo) and W = V^T (k x n; strides wq, wc).  R's
 // strict lower triangle is not read, and its rows may have either sign (see st_solve).
