@@ -520,7 +520,8 @@ class GpuExecutor(Executor):
         import cupy as cp
         n, k = R.shape[0], W.shape[0]
         dt = R.dtype
-        if R.strides[1] != dt.itemsize or out.strides[1] != dt.itemsize:
+        item = dt.itemsize
+        if R.strides[1] != item or out.strides[1] != item:
             raise ValueError("structured_update: the rows of R and out must be contiguous")
         kp = -(-k // 4) * 4
         nb, sb = _structured_blocks(n)
@@ -534,7 +535,6 @@ class GpuExecutor(Executor):
         P, Zs = work, work[npad * kp:]
         F = work[(1 + nseg) * npad * kp:]
         G = F[nf:]
-        item = dt.itemsize
         ldr, ldo = np.int64(R.strides[0] // item), np.int64(out.strides[0] // item)
         wq, wc = np.int64(W.strides[0] // item), np.int64(W.strides[1] // item)
         solve, apply, both = _structured_kernels(item)

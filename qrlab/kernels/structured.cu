@@ -59,12 +59,16 @@
 #define ST_LD 68     // leading dimension of 64-column tiles in shared memory: rows 4 banks
                      // apart, so that the lanes splitting a product's sum do not collide
 
-__device__ __forceinline__ void st_wait(const int* flag, int at_least = 1)
+__device__ __forceinline__ int st_acquire(const int* flag)
 {
     int v;
-    do {
-        asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
-    } while (v < at_least);
+    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ void st_wait(const int* flag, int at_least = 1)
+{
+    while (st_acquire(flag) < at_least) {}
 }
 
 __device__ __forceinline__ void st_publish(int* flag, int value = 1)
@@ -75,13 +79,6 @@ __device__ __forceinline__ void st_publish(int* flag, int value = 1)
     asm volatile("st.release.gpu.global.s32 [%0], %1;" :: "l"(flag), "r"(value) : "memory");
 }
 
-__device__ __forceinline__ bool st_is_set(const int* flag)
-{
-    int v;
-    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
-    return v >= 1;
-}
-
 __device__ int st_ready(const int* flags, const int* gflags, int from, int end)
 {
     // By one warp: the last J' < end such that blocks from .. J' have all published P_J
@@ -90,7 +87,8 @@ __device__ int st_ready(const int* flags, const int* gflags, int from, int end)
     // not every block of the solve is resident at once) catches up with one round trip
     // per 32 blocks, not two per block.
     const int lane = threadIdx.x & 31, J = from + lane;
-    const bool set = J < end && st_is_set(flags + J) && (J == 0 || st_is_set(gflags + J - 1));
+    const bool set = J < end && st_acquire(flags + J) >= 1
+                     && (J == 0 || st_acquire(gflags + J - 1) >= 1);
     const unsigned ok = __ballot_sync(0xffffffff, set);
     if (ok & 1) return from + (~ok ? __ffs(~ok) - 1 : 32) - 1;
     if (lane == 0) {
@@ -378,18 +376,24 @@ __device__ int st_cholesky(T* A, int rows, int la, int cols, T* rsd)
     return -1;
 }
 
+__device__ __forceinline__ unsigned st_gram_chunk(int u)
+{
+    // this thread's u-th 16-byte chunk of a kp x kp block: its share of the sum of the
+    // G_J (g[16] in st_solve) is chunks tid, tid + ST_NT, ..., at most 16 values
+    return threadIdx.x + u * ST_NT;
+}
+
 template <typename T>
 __device__ __forceinline__ void st_gram_add(T g[16], const T* G, int kp)
 {
-    // g += this thread's share of G (kp x kp, published by another block): 16-byte chunks
-    // tid, tid + ST_NT, ..., at most 16 values
+    // g += this thread's share of G (kp x kp, published by another block)
     constexpr int per = 16 / sizeof(T);
     const int nv = kp * kp / per;
     const int4* src = reinterpret_cast<const int4*>(G);
 #pragma unroll
     for (int u = 0; u < 16 / per; ++u) {
-        if (threadIdx.x + u * ST_NT < nv) {
-            const int4 v = __ldcg(src + threadIdx.x + u * ST_NT);
+        if (st_gram_chunk(u) < nv) {
+            const int4 v = __ldcg(src + st_gram_chunk(u));
             const T* t = reinterpret_cast<const T*>(&v);
 #pragma unroll
             for (int e = 0; e < per; ++e) g[u * per + e] += t[e];
@@ -465,6 +469,7 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
 
     // z -= (D_J P_J)^T R_JC for J < C - 1, the tiles of R one ahead in registers; P_J
     // and G_{J-1} are read together (one round trip to L2 per block of the chain)
+    auto z_at = [&](int s) { return Zs + s * npad * kp + (long)c0 * kp; };   // segment s
     T nxt[16];
     __shared__ int ready;                              // the last J known to be ready
     if (tid == 0) ready = -1;
@@ -475,7 +480,7 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
         finite &= st_finite<16>(nxt);
         if (J + 2 < C) st_fetch<64>(nxt, R, ldr, n, (J + 1) * ST_B, c0);
         if (J > 0 && J % sb == 0)
-            st_copy_out(Zs + (J / sb) * npad * kp + (long)c0 * kp, zT, ST_B * kp);
+            st_copy_out(z_at(J / sb), zT, ST_B * kp);
         if (tid < 32 && J > ready) {
             const int r = st_ready(flags, gflags, J, C - 1);
             if (tid == 0) ready = r;
@@ -491,7 +496,7 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
     }
     __syncthreads();
     if (C >= 2 && (C - 1) % sb == 0)
-        st_copy_out(Zs + ((C - 1) / sb) * npad * kp + (long)c0 * kp, zT, ST_B * kp);
+        st_copy_out(z_at((C - 1) / sb), zT, ST_B * kp);
 
     // the chain: P_C = z R+_CC^{-1} - P_{C-1}^T R+_{C-1,C} R+_CC^{-1}, published as D_C P_C
     st_product(yT, 1, kp, zT, kp, inv, ST_LD, ST_B, k, ST_B, tq, T(1), false);
@@ -527,7 +532,7 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
         __syncthreads();
         st_product(zT, 1, kp, pT, kp, tile, ST_LD, ST_B, k, ST_B, tq, T(-1), true);
         __syncthreads();
-        st_copy_out(Zs + (C / sb) * npad * kp + (long)c0 * kp, zT, ST_B * kp);
+        st_copy_out(z_at(C / sb), zT, ST_B * kp);
         __syncthreads();
         if (tid == 0) st_publish(zflags + C, C / sb);
     }
@@ -537,7 +542,7 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
         constexpr int per = 16 / sizeof(T);
 #pragma unroll
         for (int u = 0; u < 16; ++u) {
-            const int e = (tid + (u / per) * ST_NT) * per + u % per, q = e / kp, r = e % kp;
+            const int e = st_gram_chunk(u / per) * per + u % per, q = e / kp, r = e % kp;
             if (e < kp * kp && q < k && r < k) S[e] = T(q == r) + sgn * g[u];
         }
     }
