@@ -43,17 +43,22 @@ def phase_times(ex, args):
 
 
 def panel_trace(ex, R1, W):
-    """Median microseconds per panel of each stage on the one launch's critical path."""
+    """Median microseconds per panel of each stage on the one launch's critical path (the
+    first chunk of rows of W, whose panels follow each other), and the whole span."""
     npanels = -(-R1.shape[0] // 32)
-    trace = cp.zeros(8 * npanels, dtype=cp.int64)
+    chunks = -(-W.shape[0] // min(ex.triangle_chunk, gpu._triangle_rows_max(W.itemsize)))
+    trace = cp.zeros(8 * chunks * npanels, dtype=cp.int64)
     ex.triangle_update(R1, W, 1, trace=trace)
-    tr = trace.get().reshape(npanels, 8)
+    tr = trace.get().reshape(chunks, npanels, 8)
+    span = (tr[:, :, 4].max() - tr[:, :, 0].min()) / 1e3
+    tr = tr[0]
     t = tr[1:, :5].astype(float) / 1e3
     prev = tr[:-1, 4] / 1e3
     stages = {"wait": t[:, 0] - prev, "load": t[:, 1] - t[:, 0], "update": t[:, 2] - t[:, 1],
               "factor": t[:, 3] - t[:, 2], "publish": t[:, 4] - t[:, 3],
               "per panel": t[:, 4] - prev}
-    return ", ".join(f"{a} {np.median(v):.1f}" for a, v in stages.items())
+    return (", ".join(f"{a} {np.median(v):.1f}" for a, v in stages.items())
+            + f"; {chunks} chunks, span {span:.0f}")
 
 
 def main():

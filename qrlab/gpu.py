@@ -156,6 +156,30 @@ def _triangle_rows_max(size):
     return 16 * _triangle_rpw(10 ** 9, size)
 
 
+def _triangle_chunks(npanels, ntiles, k, size, nsm, most=None):
+    """How many chunks the one launch of ``triangle_update`` splits B's ``k`` rows into:
+    ``most`` rows each at most, or else the count a model of the launch predicts fastest.
+
+    Fewer chunks make a longer critical path: ``npanels + chunks`` steps, each a panel
+    factored against one chunk (about 9.5 + 0.075 kc us for kc rows).  More make more
+    items for the thread blocks: every chunk applies every panel to every tile after it,
+    about 5.2 + 0.055 kc us each, shared by ``nsm`` blocks.  The time is about the larger
+    of the items' total and the critical path plus half of it (H100, float32: within 20%
+    of T6-T9 and the rank-256 Cholesky update)."""
+    rows_max = _triangle_rows_max(size)
+    fewest = -(-k // rows_max)
+    if most is not None:
+        return max(fewest, -(-k // max(1, min(most, rows_max))))
+    items = npanels * ntiles - npanels * (npanels - 1) / 2
+
+    def predicted(chunks):
+        kc = -(-k // chunks)
+        path = (npanels + chunks) * (9.5 + 0.075 * kc)
+        work = chunks * items * (5.2 + 0.055 * kc) / nsm
+        return max(work, path + work / 2)
+    return min(range(fewest, max(fewest, -(-k // 32)) + 1), key=predicted)
+
+
 def _structured_blocks(n):
     """``structured_update``'s blocks of 64 rows and blocks per segment of its apply:
     at least 8, and at most 16 segments (each keeps a copy of z, k x n)."""
@@ -270,9 +294,12 @@ class GpuExecutor(Executor):
     threads = 1024
     #: device ints for reflect_panel (its panel counter, a spare fail slot), made on first use
     _scratch = None
-    #: run a triangle update as one cooperative launch per 512 rows of B (when False, one
-    #: reflect_panel launch per panel)
+    #: run a triangle update as one cooperative launch (when False, one reflect_panel
+    #: launch per panel)
     one_launch = True
+    #: the most rows of B per chunk of the one launch (its chunks run pipelined); None:
+    #: as many chunks as :func:`_triangle_chunks` predicts fastest
+    triangle_chunk = None
     #: sweeps per launch of the rotation kernel (at most 256, what its registers hold)
     sweeps_per_launch = 256
     #: run the groups of rotations (G, products) beside the rotation kernel, on other
@@ -440,15 +467,16 @@ class GpuExecutor(Executor):
         ||x||), so a negative diagonal comes out positive; without, as in LAPACK, a column
         with nothing below is left alone.
 
-        One cooperative launch of ``triangle_update`` (``kernels/triangle.cu``) for every
-        block of at most 512 rows of ``W`` (256 in double), one after the other: each
-        reduces ``[R1; W_i]`` and leaves ``W_i`` zero.  Otherwise one ``reflect_panel``
-        launch per panel of :meth:`panel_width` columns.  Returns the first column whose
-        pivot failed, or -1 (one host synchronisation, at the end: in a chain of blocks the
-        first failure shows in the block where it happens, and the columns before it are
-        exact in every later block, so the smallest column reported is the first).
-        ``trace``: None, or an int64 device array of 8 per panel that a single launch
-        fills with time stamps (ns; see the kernel) for profiling."""
+        One cooperative launch of ``triangle_update`` (``kernels/triangle.cu``) for any
+        number of rows of ``W``: they are taken in chunks of at most
+        :attr:`triangle_chunk` rows, each chunk reducing ``[R1; W_c]`` in turn, the chunks
+        pipelined (chunk c works on panel J while chunk c + 1 is on panel J - 1).
+        Otherwise one ``reflect_panel`` launch per panel of :meth:`panel_width` columns.
+        Returns the first column whose pivot failed, or -1 (one host synchronisation, at
+        the end: the first failure shows in the chunk where it happens, and the columns
+        before it are exact in every later chunk, so the smallest column reported is the
+        first).  ``trace``: None, or an int64 device array of 8 per chunk and panel that
+        the launch fills with time stamps (ns; see the kernel) for profiling."""
         import cupy as cp
         (n, ncols), k = R1.shape, W.shape[0]
         dt = R1.dtype
@@ -457,26 +485,24 @@ class GpuExecutor(Executor):
             raise ValueError("triangle_update: the rows of R1 and W must be contiguous")
         fail = cp.full(1, none, dtype=cp.int32)
         if self.launches_once(dt):
-            blocks = -(-k // _triangle_rows_max(dt.itemsize))
-            kb = -(-k // blocks)              # rows per launch, the blocks balanced
             npanels, ntiles = -(-n // 32), -(-ncols // 32)
-            flags = cp.zeros((blocks, npanels), dtype=cp.int32)
-            work = cp.empty(npanels * (kb + 32) * 32, dtype=dt)   # V_B, L^T per panel
+            chunks = _triangle_chunks(npanels, ntiles, k, dt.itemsize, _sm_count(),
+                                      self.triangle_chunk)
+            kb = -(-k // chunks)              # rows per chunk, the chunks balanced
+            published = cp.zeros(chunks * npanels, dtype=cp.int32)
+            handed = cp.zeros(npanels * ntiles, dtype=cp.int32)
+            work = cp.empty(chunks * npanels * (kb + 32) * 32, dtype=dt)   # V_B, L^T
             fn = cooperative_kernels().get_function(
                 "triangle_update_" + ("f32" if dt.itemsize == 4 else "f64"))
-            grid = max(1, min(ntiles - 1, _sm_count()))    # one block per SM at most
-            for i, r0 in enumerate(range(0, k, kb)):
-                if i and positive:            # the last block left R1's diagonal positive:
-                    R1 *= -1                  # negative in, so positive out again
-                Wi = W[r0:r0 + kb]
-                smem = _triangle_smem(Wi.shape[0], dt.itemsize)
-                fn.max_dynamic_shared_size_bytes = smem
-                fn((grid,), (512,),
-                   (R1, np.int64(R1.strides[0] // dt.itemsize), Wi,
-                    np.int64(W.strides[0] // dt.itemsize), np.int32(n), np.int32(ncols),
-                    np.int32(Wi.shape[0]), dt.type(sgn), np.int32(bool(positive)), work,
-                    flags[i], fail, np.uint64(0) if trace is None else trace),
-                   shared_mem=smem)
+            grid = max(1, min(chunks * ntiles, _sm_count()))   # one block per SM at most
+            smem = _triangle_smem(kb, dt.itemsize)
+            fn.max_dynamic_shared_size_bytes = smem
+            fn((grid,), (512,),
+               (R1, np.int64(R1.strides[0] // dt.itemsize), W,
+                np.int64(W.strides[0] // dt.itemsize), np.int32(n), np.int32(ncols),
+                np.int32(k), np.int32(kb), dt.type(sgn), np.int32(bool(positive)), work,
+                published, handed, fail, np.uint64(0) if trace is None else trace),
+               shared_mem=smem)
         else:
             w = min(n, self.panel_width(k, dt))
             for c0 in range(0, n, w):

@@ -453,6 +453,34 @@ class TestCuPy:
             np.testing.assert_allclose(R1, ref, rtol=0,
                                        atol=50 * n * np.finfo(dtype).eps * np.abs(ref).max())
 
+    @pytest.mark.parametrize("chunk", [4, 7, 16])
+    @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+    @pytest.mark.parametrize("n, k, j", [(100, 9, 70), (257, 40, 200), (64, 13, 0),
+                                         (33, 48, 32)])
+    def test_chain_in_chunks(self, n, k, j, chunk, dtype, monkeypatch):
+        """The one launch with V's columns in pipelined chunks (odd and even counts of
+        them, a short last one) against the NumPy path, update and downdate, and a
+        failing downdate naming the same column (its failing column of V in the last
+        chunk) and leaving R alone."""
+        import cupy as cp
+
+        from qrlab.gpu import GpuExecutor
+        use_fused_path(monkeypatch, "chain")
+        monkeypatch.setattr(GpuExecutor, "triangle_chunk", chunk)
+        for downdate in (False, True):
+            R, V, A64, target = make_problem(n, k, dtype, downdate, seed=n + k + chunk)
+            R1 = cp.asnumpy(cholesky_update(cp.asarray(R), cp.asarray(V), downdate=downdate))
+            check_factor(R1, A64, V, target, dtype)
+            ref = cholesky_update(R, V, downdate=downdate)
+            np.testing.assert_allclose(R1, ref, rtol=0,
+                                       atol=50 * n * np.finfo(dtype).eps * np.abs(ref).max())
+        R, V = failing_problem(n, k, j, dtype)
+        V = np.ascontiguousarray(V[:, ::-1])        # the same V V^T
+        R_d = cp.asarray(R)
+        with pytest.raises(np.linalg.LinAlgError, match=rf"column {j} \(0-based\)"):
+            cholesky_downdate(R_d, cp.asarray(V))
+        assert cp.asnumpy(R_d).tobytes() == R.tobytes()
+
     def test_overwrite(self):
         import cupy as cp
         R, V, _, _ = make_problem(70, 5, np.float32, True, seed=1)

@@ -537,13 +537,14 @@ def test_cupy_fused_panels(m, n, p, k, dtype):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
-@pytest.mark.parametrize("one_launch", [True, False], ids=["one-launch", "per-panel"])
+@pytest.mark.parametrize("one_launch, chunk", [(True, 64), (True, 5), (False, 64)],
+                         ids=["one-launch", "one-launch-chunks-of-5", "per-panel"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("nrows, n, p, nc", [(40, 40, 1, 0), (64, 64, 5, 1), (100, 70, 33, 1),
                                               (300, 257, 64, 2), (33, 33, 100, 1),
                                               (1000, 1000, 7, 1), (20, 40, 5, 0),
                                               (400, 300, 1100, 1)])
-def test_cupy_rows_without_q(nrows, n, p, nc, dtype, one_launch, monkeypatch):
+def test_cupy_rows_without_q(nrows, n, p, nc, dtype, one_launch, chunk, monkeypatch):
     """Adding rows without Q: one launch of kernels/triangle.cu for the whole update
     (carried right-hand-side columns too; p = 1100 takes three launches in float, five in
     double), or one launch per panel, against the NumPy path; the stacked matrix's Gram
@@ -554,6 +555,7 @@ def test_cupy_rows_without_q(nrows, n, p, nc, dtype, one_launch, monkeypatch):
     from qrlab.executor import Executor
     from qrlab.gpu import GpuExecutor
     monkeypatch.setattr(GpuExecutor, "one_launch", one_launch)
+    monkeypatch.setattr(GpuExecutor, "triangle_chunk", chunk)
     rng = np.random.default_rng(nrows + n + p + nc)
     R = np.triu(rng.standard_normal((nrows, n + nc))).astype(dtype)
     U = rng.standard_normal((p, n + nc)).astype(dtype)
@@ -576,13 +578,14 @@ def test_cupy_rows_without_q(nrows, n, p, nc, dtype, one_launch, monkeypatch):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
-@pytest.mark.parametrize("one_launch", [True, False], ids=["one-launch", "per-panel"])
+@pytest.mark.parametrize("one_launch, chunk", [(True, 64), (True, 5), (False, 64)],
+                         ids=["one-launch", "one-launch-chunks-of-5", "per-panel"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("nrows, n, k, p, nc", [(40, 40, 0, 1, 0), (40, 40, 39, 1, 1),
                                                 (130, 100, 10, 33, 1), (300, 300, 0, 200, 2),
                                                 (900, 800, 100, 600, 1), (60, 90, 5, 20, 0),
                                                 (30, 50, 3, 1, 0)])
-def test_cupy_cols_without_q(nrows, n, k, p, nc, dtype, one_launch, monkeypatch):
+def test_cupy_cols_without_q(nrows, n, k, p, nc, dtype, one_launch, chunk, monkeypatch):
     """Removing columns without Q: the band below the removed columns is p dense rows over
     a triangle, reduced by kernels/triangle.cu (p = 600: two launches in float, three in
     double) and moved up; or one launch per band panel.  Against the NumPy path (rows may
@@ -592,6 +595,7 @@ def test_cupy_cols_without_q(nrows, n, k, p, nc, dtype, one_launch, monkeypatch)
     from qrlab.executor import Executor
     from qrlab.gpu import GpuExecutor
     monkeypatch.setattr(GpuExecutor, "one_launch", one_launch)
+    monkeypatch.setattr(GpuExecutor, "triangle_chunk", chunk)
     rng = np.random.default_rng(nrows + n + k + p + nc)
     R = np.triu(rng.standard_normal((nrows, n + nc))).astype(dtype)
     W = np.ascontiguousarray(np.delete(R, range(k, k + p), axis=1))   # rows contiguous, as in

@@ -59,14 +59,15 @@ __device__ __forceinline__ long long tri_now()
 }
 
 template <typename T>
-__device__ void tri_load(T* X, const T* R, long ldr, const T* B, long ldb, int ncols,
-                         int k, int row0, int wJ, int t, bool with_b)
+__device__ void tri_load(T* X, T sr, const T* R, long ldr, const T* B, long ldb, int ncols,
+                         int k, int kpad, int row0, int wJ, int t)
 {
-    // Tile t into X: R's rows row0 .. row0 + wJ (panel J's), then (with_b) B's k rows.
-    // Eight loads in flight per thread: with a few hundred rows, one at a time would
-    // wait on memory latency once per row.
+    // Tile t into X: R's rows row0 .. row0 + wJ (panel J's, times sr; zeros below), then
+    // B's k rows, then zeros up to kpad rows of B (the factor's padding).  Eight loads in
+    // flight per thread: with a few hundred rows, one at a time would wait on memory
+    // latency once per row.
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nw = TRI_NT / 32;
-    const int col = t * TRI_W + lane, rows = with_b ? TRI_W + k : TRI_W;
+    const int col = t * TRI_W + lane, rows = TRI_W + kpad;
     const bool active = col < ncols;
     for (int r0 = warp; r0 < rows; r0 += 8 * nw) {
         T x[8];
@@ -74,8 +75,9 @@ __device__ void tri_load(T* X, const T* R, long ldr, const T* B, long ldb, int n
         for (int u = 0; u < 8; ++u) {
             const int r = r0 + u * nw;
             x[u] = 0;
-            if (active && r < wJ) x[u] = R[(long)(row0 + r) * ldr + col];
-            else if (active && r >= TRI_W && r < rows) x[u] = B[(long)(r - TRI_W) * ldb + col];
+            if (active && r < wJ) x[u] = sr * R[(long)(row0 + r) * ldr + col];
+            else if (active && r >= TRI_W && r < TRI_W + k)
+                x[u] = B[(long)(r - TRI_W) * ldb + col];
         }
 #pragma unroll
         for (int u = 0; u < 8; ++u)
@@ -350,7 +352,9 @@ __device__ void tri_factor_columns(const T* S, T* D, T* Gt, T* pd, T* cbuf, T* t
         const T sigma = sgn * sig;
         const T pivot = alpha * alpha + sigma;
         const bool ok = pivot > T(0) && isfinite(pivot);
-        const bool wanted = sigma != T(0) || positive;
+        // build: positive 1 everywhere, 2 (a later chunk) wherever alpha != 0, 0 where
+        // there is something below the pivot
+        const bool wanted = sigma != T(0) || positive == 1 || (positive == 2 && alpha != T(0));
         const bool build = ok && wanted;
         const T r = tri_rsqrt(ok ? pivot : T(1));
         const bool flip = alpha >= T(0);
@@ -402,12 +406,14 @@ __device__ inline int tri_rpw(int k, int size)
 template <typename T>
 __device__ void tri_factor(T* S, T* D, T* G, T* pd, T* cbuf, T* tau,
                            T* R, long ldr, T* B, long ldb, int n, int ncols, int k,
-                           T sgn, int positive, int P, T* out, int* flags, int* fail,
-                           int* done, long long* trace)
+                           T sgn, int positive, int P, T* out, int* published, int* handed,
+                           int hand, int* fail, int* done, long long* stamp)
 {
-    // Panel P: its B columns are in S (k x 32, brought up to date), its diagonal block of
-    // R in D.  Writes V_B and L^T to out, then flags[P], then R's block and B's zeros.
-    // done: a zero count of the factor's steps, for the warp that builds L alongside.
+    // Panel P against one chunk of k rows of B: its B columns are in S (k x 32, brought
+    // up to date), its diagonal block of R in D.  Writes V_B and L^T to out, then
+    // *published; then R's block and B's zeros, then *handed = hand (0: nothing to hand
+    // on, the last chunk).  done: a zero count of the factor's steps, for the warp that
+    // builds L alongside.  stamp: null, or the item's 8 time stamps (3 and 4 set here).
     const int tid = threadIdx.x;
     // pivots wp; columns wt of the tile (more where R has columns past n, like a right-
     // hand side: they are updated as trailing columns)
@@ -429,14 +435,14 @@ __device__ void tri_factor(T* S, T* D, T* G, T* pd, T* cbuf, T* tau,
 #undef TRI_FACTOR
     __syncthreads();
     if (tid == 0) {                           // the block's writes, then the flag (one
-        if (trace) trace[8 * P + 3] = tri_now();  // fence after the barrier covers them)
+        if (stamp) stamp[3] = tri_now();      // fence after the barrier covers them)
         if (first_fail != 0x7fffffff) atomicMin(fail, c0 + first_fail);
         __threadfence();
-        atomicExch(flags + P, 1);
-        if (trace) trace[8 * P + 4] = tri_now();
+        atomicExch(published, 1);
+        if (stamp) stamp[4] = tri_now();
         *done = 0;
     }
-    // off the critical path: R's block and B's annihilated columns
+    // R's block (for the next chunk, or final) and B's annihilated columns
     for (int idx = tid; idx < TRI_W * TRI_W; idx += TRI_NT) {
         const int r = idx / TRI_W, c = idx - r * TRI_W;
         if (r < wp && c < wt && r <= c) R[(long)(c0 + r) * ldr + c0 + c] = D[idx];
@@ -446,21 +452,32 @@ __device__ void tri_factor(T* S, T* D, T* G, T* pd, T* cbuf, T* tau,
         if (c < wp) B[(long)r * ldb + c0 + c] = 0;
     }
     __syncthreads();
+    if (tid == 0 && hand) {
+        __threadfence();
+        atomicExch(handed, hand);
+    }
+}
+
+__device__ __forceinline__ void tri_wait(const int* flag, int value)
+{
+    // (one thread) until *flag >= value, then a fence: what its writer wrote before it
+    // is visible to this block after the barrier that follows
+    const volatile int* f = flag;
+    while (*f < value) {}
+    __threadfence();
 }
 
 template <typename T>
 __device__ void triangle_update(T* R, long ldr, T* B, long ldb, int n, int ncols, int k,
-                                T sgn,
-                                int positive, T* work, int* flags, int* fail,
-                                long long* trace)
+                                int kb, T sgn, int positive, T* work, int* published,
+                                int* handed, int* fail, long long* trace)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const long slot = (long)(k + TRI_W) * TRI_W;
-    T* Vb = reinterpret_cast<T*>(smem_raw);   // k x 32      panel J's vectors (B rows)
-    T* Lt = Vb + k * TRI_W;                   // 32 x 32     L^T
-    const int rpw = tri_rpw(k, sizeof(T)), kp = (k + rpw - 1) / rpw * rpw;
-    T* X = Lt + TRI_W * TRI_W;                // (32 + kp) x 32: a tile, R rows, B rows, zeros
+    const long slot = (long)(kb + TRI_W) * TRI_W;
+    const int rpw = tri_rpw(kb, sizeof(T)), kp = (kb + rpw - 1) / rpw * rpw;
+    T* Vb = reinterpret_cast<T*>(smem_raw);   // kb x 32 + 32 x 32: a panel's V_B, L^T
+    T* X = Vb + slot;                         // (32 + kp) x 32: a tile, R rows, B rows, zeros
     T* Z = X + (TRI_W + kp) * TRI_W;          // 32 x 33     Z; the factor's columns j
     T* D = Z + TRI_W * (TRI_W + 1);           // 32 x 32     the new panel's block of R
     T* G = D + TRI_W * TRI_W;                 // 32 x 32     (G and pd: a tile update's Y)
@@ -469,83 +486,78 @@ __device__ void triangle_update(T* R, long ldr, T* B, long ldb, int n, int ncols
     __shared__ int steps_done;                // the factor's steps, for the warp building L
     if (tid == 0) steps_done = 0;
     const int np = (n + TRI_W - 1) / TRI_W, nt = (ncols + TRI_W - 1) / TRI_W;   // panels, tiles
-    const int nb = gridDim.x, b = blockIdx.x;
-    volatile int* vflags = flags;
-    for (int idx = (TRI_W + k) * TRI_W + tid; idx < (TRI_W + kp) * TRI_W; idx += TRI_NT)
-        X[idx] = 0;                           // the factor's padding rows stay zero
+    const int nc = (k + kb - 1) / kb, units = nc * nt;                           // chunks
+    int held = -1;                            // the panel (c, J) whose V_B, L^T are in Vb
 
-    // the diagonal block of panel P into D (untouched by the panels before P)
-    auto load_block = [&](int P) {
-        const int c0 = P * TRI_W, wp = min(TRI_W, n - c0), wt = min(TRI_W, ncols - c0);
-        for (int r = warp; r < TRI_W; r += TRI_NT / 32)
-            D[r * TRI_W + lane] = (r < wp && lane < wt) ? R[(long)(c0 + r) * ldr + c0 + lane]
-                                                        : T(0);
-    };
-    if (b == 0) {                             // panel 0: tile 0 as it is
-        if (trace && tid == 0) trace[0] = trace[1] = trace[2] = tri_now();
-        load_block(0);
-        for (int r = warp; r < k; r += TRI_NT / 32)
-            X[(TRI_W + r) * TRI_W + lane] = lane < ncols ? B[(long)r * ldb + lane] : T(0);
-        __syncthreads();
-        tri_factor(X + TRI_W * TRI_W, D, G, pd, Z, tau, R, ldr, B, ldb, n, ncols, k, sgn,
-                   positive, 0, work, flags, fail, &steps_done, trace);
-    }
-    // A block whose only tile left is t1 keeps t1's B rows in X from one panel to the
-    // next (they are its own: no other block touches them); res names that tile.
-    int res = -1;
-    for (int J = 0; J < np; ++J) {
-        const int t1 = J + 1 + ((b - (J + 1)) % nb + nb) % nb;   // first own tile after J
-        if (t1 >= nt) break;
-        const int row0 = J * TRI_W, wJ = min(TRI_W, n - row0);
-        const bool factors = t1 == J + 1 && J + 1 < np;   // tile J + 1 is panel J + 1
-        // what does not depend on panel J, early: the block's first tile
-        if (factors) load_block(J + 1);
-        tri_load(X, R, ldr, B, ldb, ncols, k, row0, wJ, t1, res != t1);
-        if (tid == 0) {
-            while (vflags[J] == 0) {}
-            __threadfence();
-            if (factors && trace) trace[8 * (J + 1)] = tri_now();
-        }
-        __syncthreads();
-        tri_copy_in(Vb, work + J * slot, slot);   // published by another SM: through L2
-        __syncthreads();
-        if (factors && trace && tid == 0) trace[8 * (J + 1) + 1] = tri_now();
-        for (int t = t1; t < nt; t += nb) {
-            const bool factor = factors && t == J + 1;
-            const bool keep = factor || (t == t1 && t1 + nb >= nt);
-            if (t != t1) {
-                tri_load(X, R, ldr, B, ldb, ncols, k, row0, wJ, t, true);
+    // Items in the order of their diagonal d = c + J, and within one, the factors first
+    // (the critical path), then the other tiles chunk by chunk (a panel loaded once).
+    for (int d = -1; d < nc - 1 + np; ++d) {
+        for (int pass = 0; pass < 2; ++pass) {
+            for (int u = blockIdx.x; u < units; u += gridDim.x) {
+                const int c = u / nt, t = u - c * nt, J = d - c;
+                const bool factor = t < np && J == t - 1;     // (t = 0: nothing to apply)
+                const bool apply = J >= 0 && J < min(t, np);
+                if ((pass == 0) != factor || !(factor || apply)) continue;
+                const int kc = min(kb, k - c * kb);           // the chunk's rows of B
+                const int kcp = (kc + tri_rpw(kc, sizeof(T)) - 1) / tri_rpw(kc, sizeof(T))
+                                * tri_rpw(kc, sizeof(T));
+                T* Bc = B + (long)c * kb * ldb;
+                const T sr = c == 0 && nc % 2 == 0 ? T(-1) : T(1);   // R read negated
+                const int row0 = J * TRI_W, wJ = apply ? min(TRI_W, n - row0) : 0;
+                const int panel = c * np + J;
+                long long* stamp = factor && trace ? trace + 8 * (c * np + t) : nullptr;
+                if (tid == 0 && c > 0) {      // the chunk before: panel t's block, rows J
+                    if (factor) tri_wait(handed + t * nt + t, c);
+                    if (apply) tri_wait(handed + J * nt + t, c);
+                }
                 __syncthreads();
-            }
-            tri_apply(Vb, Lt, X, G, Z, sgn, R, ldr, B, ldb, ncols, k, row0, wJ, t, keep);
-            res = keep && !factor ? t : -1;
-            if (factor) {
-                if (trace && tid == 0) trace[8 * t + 2] = tri_now();
-                tri_factor(X + TRI_W * TRI_W, D, G, pd, Z, tau, R, ldr, B, ldb, n, ncols, k,
-                           sgn, positive, t, work + t * slot, flags, fail, &steps_done,
-                           trace);
+                if (stamp && tid == 0) stamp[0] = tri_now();
+                if (factor) {                 // the diagonal block of panel t
+                    const int c0 = t * TRI_W, wp = min(TRI_W, n - c0), wt = min(TRI_W, ncols - c0);
+                    for (int r = warp; r < TRI_W; r += TRI_NT / 32)
+                        D[r * TRI_W + lane] = (r < wp && lane < wt)
+                                              ? sr * R[(long)(c0 + r) * ldr + c0 + lane] : T(0);
+                }
+                tri_load(X, sr, R, ldr, Bc, ldb, ncols, kc, kcp, row0, wJ, t);
+                if (apply && panel != held) { // panel (c, J), published by another SM
+                    if (tid == 0) tri_wait(published + panel, 1);
+                    __syncthreads();
+                    tri_copy_in(Vb, work + panel * slot, (long)(kc + TRI_W) * TRI_W);
+                    held = panel;
+                }
+                if (stamp && tid == 0) stamp[1] = tri_now();
+                __syncthreads();
+                if (apply) {
+                    tri_apply(Vb, Vb + kc * TRI_W, X, G, Z, sgn, R, ldr, Bc, ldb, ncols, kc,
+                              row0, wJ, t, factor);
+                    if (tid == 0 && c + 1 < nc) {   // rows J of tile t, for the next chunk
+                        __threadfence();
+                        atomicExch(handed + J * nt + t, c + 1);
+                    }
+                }
+                if (stamp && tid == 0) stamp[2] = tri_now();
+                if (factor)
+                    tri_factor(X + TRI_W * TRI_W, D, G, pd, Z, tau, R, ldr, Bc, ldb, n, ncols,
+                               kc, sgn, positive ? 1 : c > 0 ? 2 : 0, t,
+                               work + (long)(c * np + t) * slot,
+                               published + c * np + t, handed + t * nt + t,
+                               c + 1 < nc ? c + 1 : 0, fail, &steps_done, stamp);
             }
         }
-    }
-    if (res >= 0) {                           // a tile past the triangle (carried columns)
-        const int col = res * TRI_W + lane;
-        if (col < ncols)
-            for (int r = warp; r < k; r += TRI_NT / 32)
-                B[(long)r * ldb + col] = X[(TRI_W + r) * TRI_W + lane];
     }
 }
 
 extern "C" {
 __global__ void __launch_bounds__(TRI_NT)
-triangle_update_f32(float* R, long ldr, float* B, long ldb, int n, int ncols, int k,
-                    float sgn, int positive, float* work, int* flags, int* fail,
-                    long long* trace)
-{ triangle_update<float>(R, ldr, B, ldb, n, ncols, k, sgn, positive, work, flags, fail,
-                         trace); }
+triangle_update_f32(float* R, long ldr, float* B, long ldb, int n, int ncols, int k, int kb,
+                    float sgn, int positive, float* work, int* published, int* handed,
+                    int* fail, long long* trace)
+{ triangle_update<float>(R, ldr, B, ldb, n, ncols, k, kb, sgn, positive, work, published,
+                         handed, fail, trace); }
 __global__ void __launch_bounds__(TRI_NT)
-triangle_update_f64(double* R, long ldr, double* B, long ldb, int n, int ncols, int k,
-                    double sgn, int positive, double* work, int* flags, int* fail,
-                    long long* trace)
-{ triangle_update<double>(R, ldr, B, ldb, n, ncols, k, sgn, positive, work, flags, fail,
-                          trace); }
+triangle_update_f64(double* R, long ldr, double* B, long ldb, int n, int ncols, int k, int kb,
+                    double sgn, int positive, double* work, int* published, int* handed,
+                    int* fail, long long* trace)
+{ triangle_update<double>(R, ldr, B, ldb, n, ncols, k, kb, sgn, positive, work, published,
+                          handed, fail, trace); }
 }
