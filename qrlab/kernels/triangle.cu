@@ -105,7 +105,7 @@ __device__ void tri_copy_in(T* dst, const T* src, long count)
 }
 
 template <typename T>
-__device__ void tri_apply(const T* Vb, const T* Lt, T* X, T* Y, T* Z, T sgn,
+__device__ __noinline__ void tri_apply(const T* Vb, const T* Lt, T* X, T* Y, T* Z, T sgn,
                           T* R, long ldr, T* B, long ldb, int ncols, int k,
                           int row0, int wJ, int t, bool keep)
 {
@@ -404,7 +404,7 @@ __device__ inline int tri_rpw(int k, int size)
 }
 
 template <typename T>
-__device__ void tri_factor(T* S, T* D, T* G, T* pd, T* cbuf, T* tau,
+__device__ __noinline__ void tri_factor(T* S, T* D, T* G, T* pd, T* cbuf, T* tau,
                            T* R, long ldr, T* B, long ldb, int n, int ncols, int k,
                            T sgn, int positive, int P, T* out, int* published, int* handed,
                            int hand, int* fail, int* done, long long* stamp)
