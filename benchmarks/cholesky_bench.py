@@ -5,7 +5,7 @@ On a GPU (CuPy), for each dtype, n and k, with device-resident data and CUDA eve
 * t_update, t_downdate: ``qrlab.cholesky_update`` (blocked method, default settings) on R
   and V: on a GPU, for k <= 64 the structured method (one launch into a new array,
   ``qrlab/kernels/structured.cu``), beyond one cooperative launch for the whole update
-  (``qrlab/kernels/triangle.cu``, panels of 32) per 512 columns of V (256 in double);
+  (``qrlab/kernels/triangle.cu``, panels of 32, V's columns in pipelined chunks);
 * t_update_chain: for k <= 64, the same update by the chain of reflectors of
   ``triangle.cu`` (``GpuExecutor.structured_k_max = 0``), the path before the
   structured one;

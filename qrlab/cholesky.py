@@ -75,8 +75,8 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
         ``min(n, 256)`` for CuPy arrays (``DEFAULT_BLOCK_SIZE``, see Notes). Ignored by
         the rotation methods. With CuPy arrays and ``block_size=None`` the blocked method
         runs in fused kernels instead (for k <= 64 the structured method, one or two
-        launches; beyond, one launch per 512 columns of V, 256 in float64; see Notes); giving a
-        `block_size` selects the array-operation panels.
+        launches; beyond, one launch whatever k; see Notes); giving a `block_size` selects
+        the array-operation panels.
     panel : {'cholesky', 'householder'}, optional
         How the blocked method factors each panel (the results agree to rounding):
         ``'cholesky'`` (default) by one Cholesky factorization of the panel's b x b
@@ -169,11 +169,13 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
     block per SM owns tiles of 32 columns of ``[R; W]``; a panel's reflectors are built by
     one to sixteen warps, with the panel's columns in registers, and published through
     device memory in the compact WY form above, and every block applies them to its tiles
-    while the next panel is already being factored. A launch takes up to 512 rows of ``W``
-    (256 in float64); larger ``k`` runs as several launches, one after the other, each a
-    rank-k_i update (or downdate) of the last one's result. ``R`` is read once and written
-    once per launch; ``W`` is read and written once per panel. A breakdown is recorded on
-    the device and raised at the end (one synchronisation per call).
+    while the next panel is already being factored. The rows of ``W`` go in chunks of a few
+    dozen to a few hundred (as many as a model of the launch predicts fastest), each chunk
+    a rank-k_c update (or downdate) of the result of the chunks before it, and the chunks
+    pipelined in the same launch: chunk c factors panel J while chunk c + 1 factors panel
+    J - 1, so the critical path is n / 32 + chunks panel steps of a chunk's rows, not n /
+    32 steps of all k. ``W`` is read and written once per panel. A breakdown is recorded
+    on the device and raised at the end (one synchronisation per call).
 
     ``C`` (``b x m``) is the panel's rows of ``R``: each row of ``R`` is read and written
     once in the whole update, while ``W_t`` (``k x m``) is read and written once per panel.

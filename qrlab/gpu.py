@@ -17,10 +17,10 @@ structured factor ``M`` of ``I +- P P^T``, and in the same launch thread blocks 
 The Cholesky update for larger k, a triangle ``[R; V^T]`` reduced to ``[R'; 0]``, and,
 without Q, adding rows (``[R; U]``, right-hand sides carried) and removing columns (the ``p`` rows
 above the triangle that follows the removed columns) run whole in one cooperative
-launch of ``triangle_update`` (``qrlab/kernels/triangle.cu``) per 512 rows of B (256 in
-double): one block per SM owns tiles of 32 columns, each panel is published through a
-flag in device memory as soon as it is factored, and the next panel is factored while
-the other blocks are still applying this one.
+launch of ``triangle_update`` (``qrlab/kernels/triangle.cu``): one block per SM owns
+tiles of 32 columns of a chunk of B's rows, each panel is published through a flag in
+device memory as soon as it is factored against a chunk, and the next panel (and the
+next chunk) is factored while the other blocks are still applying this one.
 
 Givens sweeps are what cost the papers O(m) launches; here they take three steps
 whatever ``m``:
@@ -141,18 +141,18 @@ def _triangle_rpw(k, size):
 
 
 def _triangle_smem(k, size):
-    """Dynamic shared memory of ``triangle_update`` (panels of 32): V_B, L^T, a tile of
-    32 + k rows (k padded to the rows per factoring warp), Z (rows of 33), the diagonal
-    block, G, the partial dots (two buffers of 32 columns, 20 floats or 18 doubles apart)
-    and tau."""
+    """Dynamic shared memory of ``triangle_update`` (panels of 32) for chunks of at most k
+    rows: V_B, L^T, a tile of 32 + k rows (k padded to the rows per factoring warp), Z
+    (rows of 33), the diagonal block, G, the partial dots (two buffers of 32 columns, 20
+    floats or 18 doubles apart) and tau."""
     kp = -(-k // _triangle_rpw(k, size)) * _triangle_rpw(k, size)
     ps = 20 if size == 4 else 18
     return ((k + 32) * 32 + (32 + kp) * 32 + 32 * 33 + 2 * 32 * 32 + 2 * 32 * ps + 32) * size
 
 
 def _triangle_rows_max(size):
-    """The most rows of B one launch of ``triangle_update`` takes: its panel factor holds
-    them in the registers of at most 16 warps (512 in float, 256 in double)."""
+    """The most rows of B in one chunk of ``triangle_update``: its panel factor holds them
+    in the registers of at most 16 warps (512 in float, 256 in double)."""
     return 16 * _triangle_rpw(10 ** 9, size)
 
 
@@ -321,7 +321,7 @@ class GpuExecutor(Executor):
 
     def run(self, plan, Q, R, operands=None):
         """As the reference executor, except where a plan without Q is a triangle update
-        (:meth:`triangle_update`, one launch per 512 rows of B): adding rows (then the
+        (:meth:`triangle_update`, one launch): adding rows (then the
         plan's remaining panels: carried columns, a wide matrix) and removing columns."""
         lead = self.triangle_rows(plan, Q, R)
         if lead is not None:
@@ -454,8 +454,8 @@ class GpuExecutor(Executor):
         return self.launches_once(dtype) or self.fusable(dtype, k + w, w)
 
     def launches_once(self, dtype):
-        """Whether :meth:`triangle_update` runs as one launch (per 512 rows of B, 256 in
-        double) rather than one launch per panel."""
+        """Whether :meth:`triangle_update` runs as one launch rather than one launch per
+        panel."""
         dtype = np.dtype(dtype)
         return self.one_launch and dtype.kind == "f" and dtype.itemsize in (4, 8)
 

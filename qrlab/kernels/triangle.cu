@@ -6,23 +6,43 @@
 // triangular), taken in panels of 32: panel P reduces columns 32P .. 32P + 32, and its
 // reflectors touch only R's rows of that panel and B.  One kernel launch per panel
 // (reflect.cu) puts a launch, a load and a block-wide factorization on the critical path
-// of every panel.  Here one block per SM runs the whole chain, without grid barriers:
+// of every panel.  Here one block per SM runs the whole chain, without grid barriers.
 //
-//   tile t (columns 32t .. 32t + 32) belongs to block t mod gridDim; each block, for
-//   J = 0, 1, ...: waits until panel J is published (flags[J]), loads its compact-WY
-//   form (V_B, L^T: below), and applies it to its tiles t > J in increasing order.
-//   When it owns tile J + 1, that tile comes first and is factored at once as panel
-//   J + 1 (its B columns are still in shared memory), which is then published.
+// Chunks.  A panel's factor is a chain of 32 steps, each a reduction over B's k rows:
+// 47 us a panel at k = 500 against 17.5 at k = 64 (float).  So B's rows go in nc chunks
+// of at most kb rows, and [R; B] is reduced chunk after chunk, [R; B_0] -> [R^(1); 0],
+// then [R^(1); B_1] -> [R^(2); 0] ...  Chunk c's panel J needs only chunk c's panel
+// J - 1 and chunk c - 1's panel J, so the chunks run pipelined, chunk c + 1 one panel
+// behind chunk c: the critical path is np + nc panel steps of kb rows instead of np
+// steps of k (gpu._triangle_chunks picks nc; more chunks mean more work items).
 //
-// So the next panel is factored while the other blocks are still applying this one: the
-// critical path is one tile update and one panel factorization per panel.
+//   A unit is chunk c's rows of tile t (columns 32t .. 32t + 32); unit u = c nt + t
+//   belongs to block u mod gridDim.  Its items: for J < min(t, np), apply chunk c's
+//   panel J to it; then, for t < np, factor it as chunk c's panel t (its B columns are
+//   still in shared memory) and publish that (published[c np + t]).  R's rows of panel
+//   J in tile t pass from chunk to chunk: chunk c waits until handed[J nt + t] says
+//   chunk c - 1 has written them (for t = J: panel J's diagonal block, after its
+//   factor), and says so for chunk c + 1 when it has.
+//
+//   Every item waits only on items of a smaller diagonal d = c + J (a factor of panel
+//   t counts as d = c + t - 1), so each block runs its items in order of d, and in one
+//   d its factors first (they are the critical path), then its other units chunk by
+//   chunk, so that a panel's V_B and L^T are loaded once for all of its tiles.  With
+//   every block resident, none waits for ever.
+//
+// Signs.  A reflector's beta has the sign opposite to alpha's (no cancellation), and a
+// later chunk's alpha is the earlier chunk's beta, so every chunk flips the diagonal:
+// with an even number of chunks, chunk 0 reads R negated, so that the result has the
+// signs of one chain of reflectors over all of B.  For that, a later chunk also builds
+// a reflector where its column below the pivot is zero (a flip; positive = 2 below),
+// and so does every chunk with positive = 1.  The rows differ in sign from one chain's
+// only where chunk 0's column below a pivot is zero and a later chunk's is not.
 //
 // Compact WY with the triangular structure: H_{w-1} .. H_0 X = X - U Z with
 //     Z = L (U^T J X) = L (X_R + sgn V_B^T X_B),   L = (D^{-1} + N)^{-1},
 // D = diag(tau), N strictly lower with N[i][q] = u_q^T J u_i = sgn v_q . v_i, and
-// X -= U Z is X_R -= Z, X_B -= V_B Z.  Only V_B (k x 32) and L are kept, so that k up to
-// 512 rows (256 in double) fits in shared memory beside a tile; the caller runs larger
-// k as several launches of at most that many rows each.
+// X -= U Z is X_R -= Z, X_B -= V_B Z.  Only V_B (kb x 32) and L are kept, so that a
+// chunk of up to 512 rows (256 in double) fits in shared memory beside a tile.
 //
 // The panel factorization (tri_factor_columns): lane c holds column c of B in registers,
 // RPW rows per warp (tri_rpw: 4, 16 or 32; 16 for double), so one to sixteen warps.
@@ -33,20 +53,23 @@
 // warp a step is a single chain of dependent instructions (about 170 ns): it has no
 // branches, and the warp after the factor's builds L from each step's couplings while
 // the steps go on.  The pivot uses alpha = R[j][j] (R's diagonal block is untouched
-// until its own panel) and sigma = sgn ||b_j||^2.  With positive != 0 a reflector is
+// until its own panel) and sigma = sgn ||b_j||^2.  With positive = 1 a reflector is
 // built even where b_j = 0, so that beta = -sign(alpha) ||x||_J is positive for the
-// negative alpha the caller passes.  A pivot alpha^2 + sigma that is not positive
+// negative alpha the caller passes (2: where alpha != 0).  A pivot alpha^2 + sigma that
+// is not positive
 // (possible only for sgn < 0) or not finite is a breakdown: its column goes to *fail
 // (atomicMin) and that reflector is skipped.
 //
 // Layout: R (leading dimension ldr) and B (ldb) row-major.  work: one slot of
-// (k + 32) x 32 values per panel (V_B, L^T).  flags: n_panels ints, zero.  trace:
-// null, or 8 values per panel from the block that factors it: 5 time stamps (ns; flag
-// seen, panel loaded, tile updated, factored, published).  Measured on an H100, per
-// panel on the critical path: 8.5 us for k = 1, 17.5 for k = 64, 47 for k = 500 (float).
-// Launch with 512 threads, the dynamic shared memory
-// of gpu._triangle_smem(k), one block per SM at most and all blocks resident (a
-// cooperative launch): blocks wait for each other.
+// (kb + 32) x 32 values per chunk and panel (V_B, L^T).  published: nc x np ints, and
+// handed: np x nt ints, zero.  trace: null, or 8 values per chunk and panel from the
+// block that factors it: 5 time stamps (ns; rows handed, loaded and published, tile
+// updated, factored, published).  Measured on an H100 (float), per panel on the
+// critical path of one chunk: 8.5 us for k = 1, 17.5 for k = 64, 47 for k = 500; the
+// whole update at n = 2500, k = 500 went from 3.85 ms (one chunk) to 2.19 (six).
+// Launch with 512 threads, the dynamic shared memory of gpu._triangle_smem(kb), one
+// block per SM at most and all blocks resident (a cooperative launch): blocks wait for
+// each other.
 
 #define TRI_W 32
 #define TRI_NT 512
@@ -154,7 +177,7 @@ __device__ __noinline__ void tri_apply(const T* Vb, const T* Lt, T* X, T* Y, T* 
 #pragma unroll
         for (int a = 0; a < 4; ++a) {
             Z[(i0 + a) * TRI_W + lane] = z[a];
-            if (active && i0 + a < wJ)        // panel J's rows of R are final
+            if (active && i0 + a < wJ)        // panel J's rows of R (this chunk's)
                 R[(long)(row0 + i0 + a) * ldr + col] = X[(i0 + a) * TRI_W + lane] - z[a];
         }
     }
