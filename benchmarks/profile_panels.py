@@ -45,9 +45,8 @@ def phase_times(ex, args):
 def panel_trace(ex, R1, W):
     """Median microseconds per panel of each stage on the one launch's critical path (the
     first chunk of rows of W, whose panels follow each other), and the whole span."""
-    npanels, ntiles = -(-R1.shape[0] // 32), -(-R1.shape[1] // 32)
-    chunks = gpu._triangle_chunks(npanels, ntiles, W.shape[0], W.itemsize, gpu._sm_count(),
-                                  ex.triangle_chunk)
+    npanels = -(-R1.shape[0] // 32)
+    chunks = ex.triangle_chunks(*R1.shape, W.shape[0], W.dtype)
     trace = cp.zeros(8 * chunks * npanels, dtype=cp.int64)
     ex.triangle_update(R1, W, 1, trace=trace)
     tr = trace.get().reshape(chunks, npanels, 8)

@@ -459,6 +459,13 @@ class GpuExecutor(Executor):
         dtype = np.dtype(dtype)
         return self.one_launch and dtype.kind == "f" and dtype.itemsize in (4, 8)
 
+    def triangle_chunks(self, n, ncols, k, dtype):
+        """How many chunks of ``W``'s ``k`` rows the one launch of :meth:`triangle_update`
+        takes for an ``n x ncols`` triangle (:attr:`triangle_chunk`, or else
+        :func:`_triangle_chunks`' model)."""
+        return _triangle_chunks(-(-n // 32), -(-ncols // 32), k, np.dtype(dtype).itemsize,
+                                _sm_count(), self.triangle_chunk)
+
     def triangle_update(self, R1, W, sgn, positive=True, trace=None):
         """Reduce ``[R1; W]`` to ``[R1'; 0]`` in place by (hyperbolic, ``sgn = -1``)
         Householder reflectors.  ``R1`` (n x ncols, ncols >= n) must be upper triangular;
@@ -486,8 +493,7 @@ class GpuExecutor(Executor):
         fail = cp.full(1, none, dtype=cp.int32)
         if self.launches_once(dt):
             npanels, ntiles = -(-n // 32), -(-ncols // 32)
-            chunks = _triangle_chunks(npanels, ntiles, k, dt.itemsize, _sm_count(),
-                                      self.triangle_chunk)
+            chunks = self.triangle_chunks(n, ncols, k, dt)
             kb = -(-k // chunks)              # rows per chunk, the chunks balanced
             published = cp.zeros(chunks * npanels, dtype=cp.int32)
             handed = cp.zeros(npanels * ntiles, dtype=cp.int32)

@@ -426,6 +426,30 @@ __device__ inline int tri_rpw(int k, int size)
     return k <= 4 ? 4 : (k <= 16 || size == 8) ? 16 : 32;
 }
 
+// k rows of B padded to a multiple of the rows per factoring warp (the factor reads them)
+__device__ inline int tri_rows_padded(int k, int size)
+{
+    const int rpw = tri_rpw(k, size);
+    return (k + rpw - 1) / rpw * rpw;
+}
+
+__device__ __forceinline__ void tri_wait(const int* flag, int value)
+{
+    // (one thread) until *flag >= value, then a fence: what its writer wrote before it
+    // is visible to this block after the barrier that follows
+    const volatile int* f = flag;
+    while (*f < value) {}
+    __threadfence();
+}
+
+__device__ __forceinline__ void tri_publish(int* flag, int value)
+{
+    // (one thread, after a block barrier) the block's writes, then the flag: one fence
+    // covers them all
+    __threadfence();
+    atomicExch(flag, value);
+}
+
 template <typename T>
 __device__ __noinline__ void tri_factor(T* S, T* D, T* G, T* pd, T* cbuf, T* tau,
                            T* R, long ldr, T* B, long ldb, int n, int ncols, int k,
@@ -457,11 +481,10 @@ __device__ __noinline__ void tri_factor(T* S, T* D, T* G, T* pd, T* cbuf, T* tau
     else TRI_FACTOR(32, false);
 #undef TRI_FACTOR
     __syncthreads();
-    if (tid == 0) {                           // the block's writes, then the flag (one
-        if (stamp) stamp[3] = tri_now();      // fence after the barrier covers them)
+    if (tid == 0) {                           // the block's writes, then the flag
+        if (stamp) stamp[3] = tri_now();
         if (first_fail != 0x7fffffff) atomicMin(fail, c0 + first_fail);
-        __threadfence();
-        atomicExch(published, 1);
+        tri_publish(published, 1);
         if (stamp) stamp[4] = tri_now();
         *done = 0;
     }
@@ -475,19 +498,7 @@ __device__ __noinline__ void tri_factor(T* S, T* D, T* G, T* pd, T* cbuf, T* tau
         if (c < wp) B[(long)r * ldb + c0 + c] = 0;
     }
     __syncthreads();
-    if (tid == 0 && hand) {
-        __threadfence();
-        atomicExch(handed, hand);
-    }
-}
-
-__device__ __forceinline__ void tri_wait(const int* flag, int value)
-{
-    // (one thread) until *flag >= value, then a fence: what its writer wrote before it
-    // is visible to this block after the barrier that follows
-    const volatile int* f = flag;
-    while (*f < value) {}
-    __threadfence();
+    if (tid == 0 && hand) tri_publish(handed, hand);
 }
 
 template <typename T>
@@ -498,7 +509,7 @@ __device__ void triangle_update(T* R, long ldr, T* B, long ldb, int n, int ncols
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const long slot = (long)(kb + TRI_W) * TRI_W;
-    const int rpw = tri_rpw(kb, sizeof(T)), kp = (kb + rpw - 1) / rpw * rpw;
+    const int kp = tri_rows_padded(kb, sizeof(T));
     T* Vb = reinterpret_cast<T*>(smem_raw);   // kb x 32 + 32 x 32: a panel's V_B, L^T
     T* X = Vb + slot;                         // (32 + kp) x 32: a tile, R rows, B rows, zeros
     T* Z = X + (TRI_W + kp) * TRI_W;          // 32 x 33     Z; the factor's columns j
@@ -522,8 +533,7 @@ __device__ void triangle_update(T* R, long ldr, T* B, long ldb, int n, int ncols
                 const bool apply = J >= 0 && J < min(t, np);
                 if ((pass == 0) != factor || !(factor || apply)) continue;
                 const int kc = min(kb, k - c * kb);           // the chunk's rows of B
-                const int kcp = (kc + tri_rpw(kc, sizeof(T)) - 1) / tri_rpw(kc, sizeof(T))
-                                * tri_rpw(kc, sizeof(T));
+                const int kcp = tri_rows_padded(kc, sizeof(T));
                 T* Bc = B + (long)c * kb * ldb;
                 const T sr = c == 0 && nc % 2 == 0 ? T(-1) : T(1);   // R read negated
                 const int row0 = J * TRI_W, wJ = apply ? min(TRI_W, n - row0) : 0;
@@ -553,10 +563,8 @@ __device__ void triangle_update(T* R, long ldr, T* B, long ldb, int n, int ncols
                 if (apply) {
                     tri_apply(Vb, Vb + kc * TRI_W, X, G, Z, sgn, R, ldr, Bc, ldb, ncols, kc,
                               row0, wJ, t, factor);
-                    if (tid == 0 && c + 1 < nc) {   // rows J of tile t, for the next chunk
-                        __threadfence();
-                        atomicExch(handed + J * nt + t, c + 1);
-                    }
+                    if (tid == 0 && c + 1 < nc)     // rows J of tile t, for the next chunk
+                        tri_publish(handed + J * nt + t, c + 1);
                 }
                 if (stamp && tid == 0) stamp[2] = tri_now();
                 if (factor)
