@@ -73,7 +73,7 @@ def update_errors(xp, op, m, n, p, k, dtype, seed=0):
         A1 = xp.concatenate([A[:k], U, A[k:]], axis=0)
         b1, n1 = xp.concatenate([b[:k], e, b[k:]]), n
     else:
-        Q1, R1 = updates._delete_rows(Q, Rd, k, p, "full", ex)
+        Q1, R1 = updates._delete_rows(Q, Rd, k, p, "full", ex, nc=1)
         A1 = xp.concatenate([A[:k], A[k + p:]], axis=0)
         b1, n1 = xp.concatenate([b[:k], b[k + p:]]), n
     x_hat = solve_triangular(R1[:n1, :n1], R1[:n1, n1])

@@ -261,7 +261,7 @@ def run_case(xp, case, dtype, reps, method="blocked"):
         make = lambda: (rand(p, n), rand(p))                            # noqa: E731
     else:
         def update():
-            Q1, R1 = updates._delete_rows(Q, Rd, k, p, "full", ex)
+            Q1, R1 = updates._delete_rows(Q, Rd, k, p, "full", ex, nc=1)
             return solve_triangular(R1[:n, :n], R1[:n, n])
 
         def new_matrix():

@@ -679,7 +679,8 @@ class GpuExecutor(Executor):
         # views themselves (each product reads its rows of R or columns of Q once, into a
         # buffer, which is then copied back), one group after the other (their row windows
         # overlap).  Rows lo.. of R are zero left of column lo - p (Sweeps), so the product
-        # starts there.  The rotation kernel uses one SM per strip: when it is one launch,
+        # starts there, or at the carried columns (dense in every row) if they come first.
+        # The rotation kernel uses one SM per strip: when it is one launch,
         # this runs beside it on other streams, each group as soon as the last strip has
         # published its waves (wait_for_waves), on the SMs it leaves free; a group's G
         # takes longer than its waves do, so four streams take turns at them.
@@ -710,7 +711,8 @@ class GpuExecutor(Executor):
                 products.wait_event(stream.record())
             with products:
                 Gg = G[g, : hi - lo, : hi - lo]
-                c0 = max(a0, lo - p)
+                c0 = lo - p if op.dense_from is None else min(lo - p, op.dense_from)
+                c0 = max(a0, c0)
                 if a1 > c0:
                     Rg = R[lo:hi, c0:a1]
                     Rg[...] = (gemm(Gg, Rg, buf_r[: hi - lo, : a1 - c0]) if rows_r

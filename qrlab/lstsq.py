@@ -167,7 +167,7 @@ class LeastSquaresQR:
         else:
             rhs = self.b if self.q == "thin" else None
             Q, R = updates._delete_rows(self.Q, self.R, k, p, self.q, self._executor(),
-                                        rhs=rhs)
+                                        nc=self.r, rhs=rhs)
             if self.q == "thin":
                 self.b = xp.concatenate([self.b[:k], self.b[k + p:]], axis=0)
             self.Q, self.R = Q, R

@@ -100,6 +100,10 @@ class Sweeps:
         skip those columns.
     apply_cols : (start, stop)
         Columns of R, other than the driver, that the rotations must update.
+    dense_from : int or None
+        Columns of R from this one on are carried right-hand sides (``Q^H b``), dense in
+        every row: the zero pattern above holds only left of them.  None: no such
+        columns, or none in the rows the sweeps reach.
     """
 
     driver: str
@@ -107,6 +111,7 @@ class Sweeps:
     tops: tuple[int, ...]
     bottoms: tuple[int, ...]
     apply_cols: tuple[int, int]
+    dense_from: int | None = None
 
     @property
     def count(self) -> int:
@@ -270,8 +275,12 @@ def plan_insert_rows(nrows: int, n: int, p: int, nb: int | None = None) -> Plan:
     return Plan("insert_rows", (nrows + p, n), tuple(stages))
 
 
-def plan_delete_rows(nrows_q: int, n: int, p: int) -> Plan:
+def plan_delete_rows(nrows_q: int, n: int, p: int, nc: int = 0) -> Plan:
     """Removing ``p`` rows (001 Section 3.4, Fig. 5).
+
+    The working R has ``n`` columns and ``nc`` carried ones after them, all ``nrows_q``
+    rows tall: the carried columns (``Q^H b``) are dense down to the last row, which the
+    sweeps reach.
 
     The rows of Q that belong to the removed rows of A are permuted to the top (the strip
     ``Z``); sweep ``s`` zeroes row ``s`` of ``Z`` right to left, one Givens rotation per
@@ -280,8 +289,9 @@ def plan_delete_rows(nrows_q: int, n: int, p: int) -> Plan:
     ``Q[p:, p:]`` and ``R[p:]`` are the new factors.  Householder cannot be used here: it
     would fill R (001 Section 3.4).
     """
-    sweeps = Sweeps("Q", (0, p), tuple(range(p)), (nrows_q,) * p, (0, None))
-    return Plan("delete_rows", (nrows_q, n),
+    sweeps = Sweeps("Q", (0, p), tuple(range(p)), (nrows_q,) * p, (0, None),
+                    dense_from=n if nc else None)
+    return Plan("delete_rows", (nrows_q, n + nc),
                 (Stage(f"Remove rows: Givens sweeps along the {p} row{'s' * (p > 1)} of Q to remove",
                        (sweeps,)),))
 

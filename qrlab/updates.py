@@ -223,8 +223,9 @@ def _insert_rows(Q, R, U, k, mode, executor, nb=None):
     return Q_w, R_w
 
 
-def _delete_rows(Q, R, k, p, mode, executor, rhs=None):
-    """``rhs`` (m x nc) as in :func:`_insert_cols`, for carried columns of a thin Q."""
+def _delete_rows(Q, R, k, p, mode, executor, nc=0, rhs=None):
+    """R carries ``nc`` right-hand-side columns; ``rhs`` (m x nc) as in
+    :func:`_insert_cols`, needed only to extend them when a thin Q grows."""
     xp = array_module(Q, R)
     m = Q.shape[0]
     if mode == "thin":
@@ -233,15 +234,14 @@ def _delete_rows(Q, R, k, p, mode, executor, rhs=None):
         E[xp.arange(k, k + p), xp.arange(p)] = 1
         _, Qy, _ = _extend_basis(Q, E, q)
         extra = xp.zeros((q, R.shape[1]), dtype=R.dtype)
-        if rhs is not None:
-            nc = rhs.shape[1]
+        if nc and rhs is not None:
             extra[:, R.shape[1] - nc:] = Qy.conj().T @ rhs
         Q = xp.concatenate([Q, Qy], axis=1)
         R = xp.concatenate([R, extra], axis=0)
     order = list(range(k, k + p)) + list(range(k)) + list(range(k + p, m))
     Q_w = Q[xp.asarray(order)]
     R_w = R.copy()
-    executor.run(stages.plan_delete_rows(Q.shape[1], R.shape[1], p), Q_w, R_w)
+    executor.run(stages.plan_delete_rows(Q.shape[1], R.shape[1] - nc, p, nc), Q_w, R_w)
     return Q_w[p:, p:], R_w[p:]
 
 

@@ -725,6 +725,39 @@ def test_cupy_sweep_strips(m, n, p, k, dtype, monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("q", ["full", "thin"])
+@pytest.mark.parametrize("m, n, p", [(1500, 200, 1), (1500, 200, 20), (1200, 900, 3)])
+def test_cupy_remove_rows_carries_b(m, n, p, q, dtype):
+    """Removing rows of a least-squares problem on the GPU: the carried column Q^H b is
+    dense in every row, so the products of the rotations must reach it even in the row
+    windows far below the triangle (tall m, several windows), and the solution must be
+    the recomputed one."""
+    import cupy as cp
+
+    from qrlab import LeastSquaresQR
+    rng = np.random.default_rng(m + n + p)
+    A = rng.standard_normal((m, n)).astype(dtype)
+    b = rng.standard_normal(m).astype(dtype)
+    ls = LeastSquaresQR(cp.asarray(A), cp.asarray(b), q=q)
+    ls.remove_rows(40, p)
+    A1, b1 = np.delete(A, range(40, 40 + p), axis=0), np.delete(b, range(40, 40 + p))
+    x = np.linalg.lstsq(A1.astype(np.float64), b1.astype(np.float64), rcond=None)[0]
+    x_gpu = ls.solve().get()
+    assert np.linalg.norm(x_gpu - x) <= tol(dtype, m, n) * np.linalg.norm(x)
+    # the same update on NumPy, Q^H b included (the rows' signs agree: same rotations)
+    Q, R = factor(A, "full")
+    Rd = np.concatenate([R, (Q.T @ b)[:, None]], axis=1)
+    from qrlab import updates
+    from qrlab.backend import executor_for
+    Rn = updates._delete_rows(Q, Rd, 40, p, "full", executor_for(np), nc=1)[1]
+    Rg = updates._delete_rows(cp.asarray(Q), cp.asarray(Rd), 40, p, "full",
+                              executor_for(cp), nc=1)[1].get()
+    np.testing.assert_allclose(Rg, Rn, rtol=0, atol=tol(dtype, m, n) * np.abs(Rn).max())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("h_a, h_b, w, ncols", [(8, 50, 8, 100), (40, 0, 32, 40),
                                                 (32, 7, 32, 200), (16, 900, 16, 45)])
 def test_reflect_kernel_matches_reference(h_a, h_b, w, ncols, dtype):
