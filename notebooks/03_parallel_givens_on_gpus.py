@@ -111,18 +111,17 @@ assert len(op.waves()) == m + p - 2
 # For an update whose Givens part has $W$ waves:
 #
 # * **the papers' scheme**: two launches per wave (`makeGivens`, `applyGivens`): $2W$;
-# * **qrlab's fused scheme**: one launch computes all rotations on the driver lines (one
-#   thread block per strip of 32 lines, all at once, each a few waves behind the one
-#   before; one launch per 256 sweeps), and each group of $w_b = \max(2p, 512 - 2p)$ waves
-#   multiplies its rotations into an orthogonal matrix $G_g$ (one launch) and applies it
-#   by two matrix products, $R \leftarrow G_g R$ and $Q \leftarrow Q G_g^T$ on its window
-#   of rows/columns: $1 + 3\lceil W / w_b \rceil$ kernels that compute for $p \le 256$,
-#   the groups running beside the rotation kernel, on the SMs it leaves free, as soon as
-#   their waves are done.  (Each product's result is copied into place, one more launch
-#   per product, a small kernel waits for each group's waves, and a fixed handful of
-#   small set-ups comes on top, the same for every $m$.)  The reference executor groups
-#   $\max(32, 2p)$ waves, the fewest flops; on a GPU, windows of at least 512 rows keep
-#   the products few.
+# * **qrlab's fused scheme**: one launch computes all rotations on the driver lines (one thread
+#   block per strip of 32 lines, all at once, each a few waves behind the one before; one launch per
+#   256 sweeps), and each group of $w_b = \max(2p, 512 - 2p)$ waves (256 for $128 < p \le 256$)
+#   multiplies its rotations into an orthogonal matrix $G_g$ (one launch) and applies it by two
+#   matrix products, $R \leftarrow G_g R$ and $Q \leftarrow Q G_g^T$ on its window of rows/columns:
+#   $1 + 3\lceil W / w_b \rceil$ kernels that compute for $p \le 256$, the groups running beside the
+#   rotation kernel, on the SMs it leaves free, as soon as their waves are done.  (Each product's
+#   result is copied into place, one more launch per product, a small kernel waits for each group's
+#   waves, and a fixed handful of small set-ups comes on top, the same for every $m$.)  The
+#   reference executor groups $\max(32, 2p)$ waves, the fewest flops; on a GPU, windows of at least
+#   512 rows keep the products few.
 #
 # Removing $p$ rows of an $m \times n$ factorization has $W = m + p - 2$ waves (above).
 # The number of waves below comes from two places that must agree: the reference
@@ -339,7 +338,7 @@ plt.show()
 #   $m + p - 2$ for removing $p$ rows.
 # * The papers launch two kernels per wave: $O(m)$ launches, each doing at most $p$
 #   rotations.  qrlab computes the rotations in one launch and applies them group by
-#   group as matrix products: $1 + 3\lceil W / \max(2p, 512 - 2p) \rceil$ launches.
+#   group as matrix products: $1 + 3\lceil W / w_b \rceil$ launches.
 # * The launches alone are a small part of the papers' times; the larger part is moving
 #   $Q$ and $R$ through memory once per wave, which grouping cuts by a factor of $p$ or
 #   more.

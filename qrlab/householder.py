@@ -101,7 +101,8 @@ def wy_factor(V, tau):
     Tinv = xp.triu(V.conj().T @ V, 1)
     idx = xp.arange(w)
     Tinv[idx, idx] = inv_tau
-    return solve_triangular(Tinv, xp.eye(w, dtype=V.dtype))
+    # the diagonal is 1 / tau, never zero: no test (on a GPU it would wait for the device)
+    return solve_triangular(Tinv, xp.eye(w, dtype=V.dtype), check=False)
 
 
 def apply_wy_left(V, T, C):
