@@ -154,16 +154,16 @@ def solve_triangular(R, B, check=True):
     """Solve ``R X = B`` for upper triangular ``R`` on the module of ``R``.
 
     Raises ``numpy.linalg.LinAlgError`` for an exactly singular ``R`` (a zero on the
-    diagonal), on both backends.  ``check=False`` skips that test and the test for
-    non-finite entries, for callers that know ``R``'s diagonal: on a GPU each test waits
-    for the device, which stalls the launches queued behind it.
+    diagonal), on both backends.  ``check=False`` skips that test (and, on NumPy, SciPy's
+    test for non-finite entries), for callers that know ``R``'s diagonal: on a GPU the
+    test waits for the device, which stalls the launches queued behind it.
     """
     xp = array_module(R, B)
     if check and R.shape[0] and not bool((xp.diagonal(R) != 0).all()):
         raise np.linalg.LinAlgError("R is singular: the least-squares problem is "
                                     "rank deficient")
     if xp is np:
-        from scipy.linalg import solve_triangular as solve
-    else:
-        from cupyx.scipy.linalg import solve_triangular as solve
-    return solve(R, B, lower=False, check_finite=check)
+        from scipy.linalg import solve_triangular
+        return solve_triangular(R, B, lower=False, check_finite=check)
+    from cupyx.scipy.linalg import solve_triangular     # (no finite test by default)
+    return solve_triangular(R, B, lower=False)

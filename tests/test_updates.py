@@ -734,7 +734,9 @@ def test_cupy_remove_rows_carries_b(m, n, p, q, dtype):
     the recomputed one."""
     import cupy as cp
 
-    from qrlab import LeastSquaresQR
+    from qrlab import LeastSquaresQR, updates
+    from qrlab.executor import Executor
+    from qrlab.gpu import GpuExecutor
     rng = np.random.default_rng(m + n + p)
     A = rng.standard_normal((m, n)).astype(dtype)
     b = rng.standard_normal(m).astype(dtype)
@@ -747,11 +749,9 @@ def test_cupy_remove_rows_carries_b(m, n, p, q, dtype):
     # the same update on NumPy, Q^H b included (the rows' signs agree: same rotations)
     Q, R = factor(A, "full")
     Rd = np.concatenate([R, (Q.T @ b)[:, None]], axis=1)
-    from qrlab import updates
-    from qrlab.backend import executor_for
-    Rn = updates._delete_rows(Q, Rd, 40, p, "full", executor_for(np), nc=1)[1]
-    Rg = updates._delete_rows(cp.asarray(Q), cp.asarray(Rd), 40, p, "full",
-                              executor_for(cp), nc=1)[1].get()
+    Rn = updates._delete_rows(Q, Rd, 40, p, "full", Executor(), nc=1)[1]
+    Rg = updates._delete_rows(cp.asarray(Q), cp.asarray(Rd), 40, p, "full", GpuExecutor(),
+                              nc=1)[1].get()
     np.testing.assert_allclose(Rg, Rn, rtol=0, atol=tol(dtype, m, n) * np.abs(Rn).max())
 
 
