@@ -82,7 +82,10 @@ plt.show()
 # Removing $p$ rows (notebook 07) zeroes the $p$ rows of $Q$ that belong to them, the strip
 # $Z$, from right to left; each rotation of columns $(i-1, i)$ of $Q$ also rotates rows
 # $(i-1, i)$ of $R$.  The wave at which each entry of $Z$ is zeroed, for $m = 10$, $p = 3$,
-# read off the plan that qrlab's executors run:
+# read off the plan that qrlab's executors run with `method='paper'`.  (By default qrlab
+# first reduces $Z$'s columns past $n$ by reflectors, which fill nothing because $R$ is zero
+# on those rows, and sweeps only the first $n + p$ columns: notebook 07.  This notebook
+# counts the papers' plan, all $m$ columns, to compare the ways of running the waves.)
 
 # %%
 def sweeps_of(plan):
@@ -93,7 +96,7 @@ def sweeps_of(plan):
 
 
 m, p = 10, 3
-op = sweeps_of(stages.plan_delete_rows(m, 4, p))
+op = sweeps_of(stages.plan_delete_rows(m, 4, p, householder=False))
 grid = np.zeros((p, m), dtype=int)
 for t, wave in enumerate(op.waves(), start=1):
     for s, i in wave:
@@ -146,13 +149,13 @@ def launches(op, p):
 print(f"{'m':>6} {'p':>4} {'waves':>6} {'papers':>7} {'groups':>7} {'qrlab':>6} {'ratio':>6}")
 for p in (20, 100):
     for m in (1000, 2000, 4000, 8000, 12000, 16000):
-        op = sweeps_of(stages.plan_delete_rows(m, 6000, p))
+        op = sweeps_of(stages.plan_delete_rows(m, 6000, p, householder=False))
         waves, paper_l, groups, ours = launches(op, p)
         assert waves == m + p - 2
         assert paper_l == 2 * waves and ours == 1 + 3 * math.ceil(waves / wave_block(p))
         print(f"{m:6d} {p:4d} {waves:6d} {paper_l:7d} {groups:7d} {ours:6d} "
               f"{paper_l / ours:6.1f}")
-small = sweeps_of(stages.plan_delete_rows(200, 6, 4))
+small = sweeps_of(stages.plan_delete_rows(200, 6, 4, householder=False))
 assert launches(small, 4)[0] == len(small.waves()) == 200 + 4 - 2
 fig2 = sweeps_of(stages.plan_insert_cols(10, 5, 2, 3))     # adding columns, 001 Fig. 2
 assert launches(fig2, 3)[0] == len(fig2.waves()) == 5 + 3 - 2 - 1
@@ -191,7 +194,7 @@ results = {}
 for method in ("paper", "blocked"):
     ex = CountingExecutor(method)
     Q_w, R_w = Q[order], R.copy()
-    ex.run(stages.plan_delete_rows(m, n, p), Q_w, R_w)
+    ex.run(stages.plan_delete_rows(m, n, p, householder=False), Q_w, R_w)
     Q1, R1 = Q_w[p:, p:], R_w[p:]
     assert np.allclose(Q1 @ R1, np.delete(A, range(k, k + p), axis=0))
     results[method] = R1
@@ -218,7 +221,8 @@ LAUNCH, GRAPH = 4.6e-6, 0.9e-6          # seconds per launch on the H100: plain,
 
 def update_sweeps(case):
     if case["op"] == "delete_rows":
-        return sweeps_of(stages.plan_delete_rows(case["m"], case["n"], case["p"]))
+        return sweeps_of(stages.plan_delete_rows(case["m"], case["n"], case["p"],
+                                                  householder=False))
     return sweeps_of(stages.plan_insert_cols(case["m"], case["n"], case["k"], case["p"]))
 
 
@@ -284,9 +288,10 @@ for c in t10:
 #
 # ## Live: one wave at a time against grouped waves
 #
-# `qr_delete(..., method='paper')` applies each wave as it is computed, as the papers'
-# kernels do; `method='blocked'` (the default) groups them.  Both compute the same
-# rotations.  On NumPy the difference shows up as Python-level overhead per wave; on CuPy
+# `qr_delete(..., method='paper')` runs the papers' algorithm and applies each wave as it
+# is computed, as their kernels do; `method='blocked'` (the default) groups the waves, and
+# before them reduces the columns of $Z$ past $n$ by reflectors (notebook 07), so its sweeps
+# have $n + p - 1$ waves instead of $m + p - 2$: half as many here, where $n = m/2$.  On NumPy the difference shows up as Python-level overhead per wave; on CuPy
 # `method='paper'` issues tens of small launches and a few host-to-device copies per wave
 # (more than the papers' two launches, so it is a pessimistic stand-in for their kernels)
 # while `method='blocked'` runs the fused kernels.  Timings are machine dependent; the

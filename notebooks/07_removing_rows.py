@@ -56,8 +56,9 @@ np.set_printoptions(precision=3, suppress=True)
 # rows leaves $\tilde R$ upper triangular.  The right-hand side follows: $\tilde d = (G^T
 # d)_{p:}$.  Householder reflectors cannot do this: one reflector that zeroes a row of $Z$
 # mixes every column of $Q$, hence every row of $R$, and $R$ would fill completely (001
-# Section 3.4).  This is the one update that is Givens rotations throughout, on both $Q$
-# and $R$, and the one the papers found slowest (notebook 03).
+# Section 3.4).  In the papers this is the one update that is Givens rotations throughout,
+# on both $Q$ and $R$, and the one they found slowest (notebook 03).  (Not quite every row
+# of $R$, though: below row $n$, $R$ is zero.  qrlab uses that; see below.)
 #
 # ## The papers' example, stage by stage (001 Fig. 5)
 #
@@ -67,7 +68,7 @@ np.set_printoptions(precision=3, suppress=True)
 # orthogonality), `+` the band they fill in $R$; the result is $\tilde Q$ and $\tilde R$.
 
 # %%
-frames = trace("delete_rows", m=12, n=5, p=4, k=4)
+frames = trace("delete_rows", m=12, n=5, p=4, k=4, method="paper")
 for frame in frames:
     print(viz.text(frame))
     print()
@@ -77,7 +78,8 @@ for frame in frames:
 # pairs of $Q$ (and row pairs of $R$).  Waves 1, 3 and the last of the $m + p - 2 = 14$:
 
 # %%
-waves = [f for f in trace("delete_rows", m=12, n=5, p=4, k=4, detail=True) if "wave" in f.title]
+waves = [f for f in trace("delete_rows", m=12, n=5, p=4, k=4, detail=True, method="paper")
+         if "wave" in f.title]
 assert len(waves) == 12 + 4 - 2
 for frame in (waves[0], waves[2], waves[-1]):
     print(viz.text(frame))
@@ -91,6 +93,38 @@ for frame in (waves[0], waves[2], waves[-1]):
 viz.animate(frames)
 
 # %% [markdown]
+# ## qrlab's first stage: reflectors where $R$ is zero
+#
+# Rows $n, \dots, m-1$ of $R$ are zero.  A transformation of the columns of $Q$ past $n$
+# acts on those rows of $R$ only, so it fills nothing there, whatever it is; only the
+# right-hand side $d$, which has no shape to keep, changes with it.  So qrlab (the default,
+# `method='blocked'`) starts with an LQ factorization of $Z$'s last $m - n$ columns,
+#
+# $$Z_{:,\,n:} = [L\ \ 0]\,H^T, \qquad L \text{ lower triangular } (p \times p),$$
+#
+# by $p$ Householder reflectors, applied to those columns of $Q$ (and rows of $d$) as matrix
+# products.  Row $s$ of $Z$ then ends at column $n + s$, and sweep $s$ starts there instead of
+# at column $m - 1$: the sweeps have $n + p - 1$ waves instead of $m + p - 2$, and the rotations
+# reach only the first $n + p$ columns of $Q$.  This is the papers' own first stage of adding
+# columns (notebook 06: Householder on the rows of $Q^T U$ below $R$), seen from the other
+# side; `method='paper'` keeps their algorithm.  The same example:
+
+# %%
+frames_q = trace("delete_rows", m=12, n=5, p=4, k=4)
+for frame in frames_q:
+    print(viz.text(frame))
+    print()
+sweeps_q = [op for op in qrlab.stages.plan_delete_rows(12, 5, 4).ops()
+            if isinstance(op, qrlab.stages.Sweeps)][0]
+print(f"{len(sweeps_q.waves())} waves of rotations (the papers': {len(waves)})")
+assert len(sweeps_q.waves()) == 5 + 4 - 1 and frames_q[-1].R.shape == frames[-1].R.shape
+
+# %% [markdown]
+# At 000 Table 10's sizes ($m = 12000$) the waves drop from $m + p - 2 = 12018$ to
+# $n + p - 1$: 6019 for $n = 6000$, 10019 for $n = 10000$.  The reflectors cost about
+# $4\,m\,(m - n)\,p$ flops, as matrix products, which replace $6\,p\,m\,(m - n)$ flops of
+# rotations that moved $Q$'s columns past $n$ through memory wave after wave.
+#
 # ## Explore: any $m$, $n$, $p$, $k$
 #
 # Move the sliders to change the shape and the stage; tick "every wave / panel" to step
@@ -107,7 +141,8 @@ explorer
 # %% [markdown]
 # Driving the sliders from Python: with $Z$ moved to the top, $k$ changes nothing in the
 # pictures (000: "the complexity of the update is not dependent on $k$"); every wave is a
-# frame; and at least one row must stay ($p \le m - 1$):
+# frame, and the first stage makes two (its panel, then the rest of $Q$); and at least one
+# row must stay ($p \le m - 1$):
 
 # %%
 w = explorer.widgets
@@ -122,7 +157,7 @@ assert all(np.array_equal(R, f.R) and np.array_equal(Q, f.Q)
 
 w["detail"].value = True
 print(len(explorer.frames), "frames with every wave")
-assert len(explorer.frames) == 1 + (12 + 4 - 2) + 1
+assert len(explorer.frames) == 1 + 2 + (5 + 4 - 1) + 1
 
 w["p"].value = 20
 print("p slider max:", w["p"].max, "value:", w["p"].value)
@@ -167,10 +202,11 @@ for shape, errors in on_gpu.items():
 # %% [markdown]
 # ## How much work?
 #
-# Sweep $s$ makes $m - 1 - s$ rotations, each on $m$ entries of $Q$ and $n$ of $R$ (6 flops
-# per pair of entries), in all about (`qrlab.bench.cost`)
+# In the papers' algorithm sweep $s$ makes $m - 1 - s$ rotations, each on $m$ entries of $Q$
+# and $n$ of $R$ (6 flops per pair of entries), in all about $6\,p\,m\,(m + n)$ flops.  With
+# qrlab's first stage (for $m - n > p$) it is about (`qrlab.bench.cost`)
 #
-# $$6\,p\,m\,(m + n),$$
+# $$4\,m\,(m - n)\,p + 6\,p\,(n + p)\,(m + n),$$
 #
 # independent of $k$, against $2n^2(m - p - n/3)$ for a Householder QR least-squares
 # solve of the $(m-p) \times n$ matrix $\tilde A$.  At the sizes of 000 Table 10
@@ -264,6 +300,9 @@ plt.show()
 # * Removing rows needs $Q$: the rows of $Q$ that belong to the removed rows ($Z$) are
 #   rotated to $[D\ \ 0]$, and the same rotations give $R$ a band of $p$ subdiagonals,
 #   which falls away with the first $p$ rows.
-# * Only Givens rotations will do, $p(m - 1) - p(p-1)/2$ of them, so how they are run
-#   decides the speed: one wave at a time (the papers) or in groups applied as matrix
-#   products (qrlab, notebook 03).
+# * In the papers only Givens rotations will do, $p(m - 1) - p(p-1)/2$ of them, so how they
+#   are run decides the speed: one wave at a time (the papers) or in groups applied as
+#   matrix products (qrlab, notebook 03).
+# * But $R$ is zero below row $n$: qrlab reduces $Z$'s columns past $n$ by Householder
+#   first, which leaves sweeps of $n + p - 1$ waves instead of $m + p - 2$ (about half at
+#   the papers' $m = 12000$, $n = 6000$).

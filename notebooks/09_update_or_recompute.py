@@ -104,21 +104,22 @@ for op, label in OPS.items():
 # %% [markdown]
 # By the counts, **adding rows** and **removing columns** always pay: their cost does not
 # even depend on $m$, since only the $n \times n$ triangle of $R$ is touched.  **Removing
-# rows** drags $p$ sweeps of rotations through all of $Q$ and stops paying at
-# $p \approx n/4$; **adding columns** stops at $p \approx n/2$ when the columns go in at
+# rows** works through all of $Q$ (reflectors on its columns past $n$, then $p$ sweeps of
+# rotations on the rest: notebook 07) and stops paying at $p \approx 0.29\,n$; **adding columns** stops at $p \approx n/2$ when the columns go in at
 # the front, later when they go further right (fewer rotations).  The checks:
 
 # %%
 assert all(count_ratio("insert_rows", M, N, p, 0) > 1 for p in range(1, N))
 assert all(count_ratio("delete_cols", M, N, p, k) > 1
            for p in range(1, N, 7) for k in range(0, N - p + 1, 13))
-assert break_even("delete_rows", M, N, 0) == 518
+assert break_even("delete_rows", M, N, 0) == 576
 assert break_even("insert_cols", M, N, 0) == 920
 assert break_even("insert_cols", M, N, N // 2) > break_even("insert_cols", M, N, 0)
-# removing rows / adding columns on a tall matrix: ratio -> 2 n~ / (3 p), whatever m
-for op in RETURNS_Q:
+# removing rows / adding columns on a tall matrix: ratio -> n~ / p and 2 n~ / (3 p),
+# whatever m
+for op, limit in (("delete_rows", 1.0), ("insert_cols", 2 / 3)):
     nt = course.new_shape(op, 10 ** 6, 300, 100)[1]
-    assert abs(count_ratio(op, 10 ** 6, 300, 100, 0) / (2 * nt / 300) - 1) < 0.01
+    assert abs(count_ratio(op, 10 ** 6, 300, 100, 0) / (limit * nt / 100) - 1) < 0.01
 # adding rows: the update's cost is independent of m, so the ratio grows with m
 assert (count_ratio("insert_rows", 16000, N, 100, 0)
         > 3 * count_ratio("insert_rows", M, N, 100, 0))
@@ -171,9 +172,10 @@ draw_maps(mm, nn, lambda op, m, n: count_ratio(op, m, n, P, K), "m", "n",
 # %% [markdown]
 # Over $(m, n)$: adding rows and removing columns win more the taller the matrix, since
 # their cost does not grow with $m$.  Removing rows and adding columns pay only when $n$
-# is large against $p$: on a tall matrix their rotations through $Q$ cost about $6pm^2$
-# flops and forming the new $Q$ about $4m^2\tilde n$, so the ratio tends to $2\tilde n /
-# (3p)$ whatever $m$ is, and drops below 1 for $\tilde n < 1.5p$.
+# is large against $p$: forming the new $Q$ costs about $4m^2\tilde n$ flops, and on a
+# tall matrix the update's work on $Q$ about $4pm^2$ (removing rows: reflectors on the
+# columns past $n$) or $6pm^2$ (adding columns: $Q^T U$ and reflectors), so the ratio
+# tends to $\tilde n / p$ or $2\tilde n / (3p)$ whatever $m$ is.
 #
 # ## 2. Measuring
 #
@@ -263,7 +265,7 @@ plt.show()
 # ## What the maps say
 #
 # * By the **counts**, adding rows and removing columns pay everywhere, removing rows
-#   only for $p$ up to about $n/4$, adding columns up to about $n/2$ (more when the new
+#   only for $p$ up to about $0.3\,n$, adding columns up to about $n/2$ (more when the new
 #   columns go in further right).  The counts are an upper bound on the gain.
 # * The **measurements** fall short of the counts, often by a factor of ten or more,
 #   because the library QR runs its flops as tuned matrix products while an update runs

@@ -132,7 +132,10 @@ def cost(op, m, n, p, k, itemsize):
         flops = 2 * (p + 1) * n * n
         nbytes = itemsize * (n * n + 2 * p * n)
     else:
-        flops = 6 * p * m * (m + n)
+        # reflectors on Q's columns past n, then p sweeps of n + p rotations (without the
+        # first stage, m - n <= p: p sweeps of m)
+        reflect, swept = (4 * m * (m - n) * p, n + p) if m - n > p else (0, m)
+        flops = reflect + 6 * p * swept * (m + n)
         nbytes = itemsize * 2 * (m * m + m * n)
     return flops, nbytes
 

@@ -89,17 +89,25 @@ class Executor:
         xp = array_module(R)
         rows = self.panel_rows(op, R)
         c0, c1 = op.cols
-        panel = R[rows, c0:c1]
+        by_q = op.driver == "Q"
+        panel = Q[c0:c1, rows].conj().T if by_q else R[rows, c0:c1]
         V, T, Rp = self.factor_panel(panel)
         # The panel becomes [Rp; 0] with the eliminated entries exactly zero.
         new_panel = xp.zeros_like(panel)
         new_panel[: Rp.shape[0]] = Rp
-        R[rows, c0:c1] = new_panel
-        c2 = c1 if op.zero_to is None else max(c1, op.zero_to)
+        if by_q:
+            c2 = op.zero_to or 0
+        else:
+            R[rows, c0:c1] = new_panel
+            c2 = c1 if op.zero_to is None else max(c1, op.zero_to)
         if c2 < R.shape[1]:
             R[rows, c2:] = apply_wy_left(V, T, R[rows, c2:])
         if Q is not None:
+            # (by rows of Q: on all of them, the panel's then overwritten with its exact
+            # zeros; one product rather than two around the panel's rows)
             self.reflect_q(Q, rows, V, T)
+        if by_q:
+            Q[c0:c1, rows] = new_panel.conj().T
 
     @staticmethod
     def reflect_q(Q, rows, V, T):

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import updates
+from .executor import METHODS
 from .stages import AddProduct, Plan, Reflect, Sweeps, default_block
 
 __all__ = ["ZERO", "NONZERO", "ZEROED", "FILL", "SYMBOLS", "KINDS", "Frame",
@@ -135,6 +136,10 @@ class PatternExecutor:
         Record one step per Givens wave, and two per Householder panel (the panel, then
         its reflectors on the columns to its right and on Q, as 001 Fig. 4 splits them),
         instead of one per stage (for finer animations).
+    method : {'blocked', 'paper'}
+        The numeric executor's method whose plans to draw: 'paper' draws the papers'
+        algorithms where qrlab's differ (removing rows: Givens sweeps only, no first
+        stage of reflectors).
 
     Attributes
     ----------
@@ -165,8 +170,10 @@ class PatternExecutor:
         """The numeric executor's default, so patterns show the panels it runs."""
         return default_block(p)
 
-    def __init__(self, detail: bool = False):
-        self.detail = detail
+    def __init__(self, detail: bool = False, method: str = "blocked"):
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, not {method!r}")
+        self.detail, self.method = detail, method
         self.records: list[_Record] = []
         self.start = self.end = None
         self._supports = []             # reflector supports of the last panel reduced
@@ -206,6 +213,10 @@ class PatternExecutor:
                 waves = op.waves()
                 for w, wave in enumerate(waves):
                     yield f"{stage.title}, wave {w + 1}/{len(waves)}", "wave", [(op, wave)]
+            elif isinstance(op, Reflect) and op.driver == "Q":
+                yield f"{stage.title}: the panel (rows of Q)", "wave", [(op, "panel")]
+                yield (f"{stage.title}: the same reflectors on the other rows of Q",
+                       "wave", [(op, "trailing")])
             elif isinstance(op, Reflect) and op.cols[1] < self._ncols:
                 yield f"{stage.title}: the panel", "wave", [(op, "panel")]
                 yield (f"{stage.title}: the same reflectors on the columns to the right"
@@ -234,6 +245,9 @@ class PatternExecutor:
         """
         rows = op.row_list()
         c0, c1 = op.cols
+        if op.driver == "Q":
+            self._reflect_by_q(op, rows, Q, R, red_R, red_Q, part)
+            return
         if part in (None, "panel"):
             self._supports = _reduce_panel(R, rows, c0, c1)
             if red_R is not None:
@@ -247,6 +261,28 @@ class PatternExecutor:
                 red_R[np.ix_(rows, range(c1, R.shape[1]))] = True
             if red_Q is not None:
                 red_Q[:, rows] = True
+
+    def _reflect_by_q(self, op: Reflect, rows, Q, R, red_R, red_Q, part):
+        """A panel of rows of Q (``driver='Q'``): the same rules on ``M = [R, Q^H]``,
+        whose rows ``rows`` are ``R[rows]`` and the columns ``rows`` of Q."""
+        c0, c1 = op.cols
+        if part in (None, "panel"):
+            P = np.ascontiguousarray(Q[:, rows].T)       # M's rows `rows`, Q's part
+            self._supports = [[rows[i] for i in supp]
+                              for supp in _reduce_panel(P, list(range(len(rows))), c0, c1)]
+            Q[:, rows] = P.T
+            if red_Q is not None:
+                red_Q[np.ix_(range(c0, c1), rows)] = True
+        if part in (None, "trailing"):
+            z = op.zero_to or 0
+            others = [r for r in range(Q.shape[0]) if not c0 <= r < c1]
+            for supp in self._supports:
+                R[np.ix_(supp, range(z, R.shape[1]))] = R[supp, z:].any(axis=0)
+                Q[np.ix_(others, supp)] = Q[np.ix_(others, supp)].any(axis=1, keepdims=True)
+            if red_R is not None:
+                red_R[np.ix_(rows, range(z, R.shape[1]))] = True
+            if red_Q is not None:
+                red_Q[np.ix_(others, rows)] = True
 
     # -- Givens sweeps ----------------------------------------------------------------
     def wave(self, op: Sweeps, wave, Q, R, red_R=None, red_Q=None):
@@ -368,7 +404,7 @@ def describe(kind: str, m: int, n: int, p: int, k: int) -> str:
 
 
 def trace(kind: str, m: int, n: int, p: int, k: int = 0, Q: str | None = "full",
-          nb: int | None = None, detail: bool = False) -> list[Frame]:
+          nb: int | None = None, detail: bool = False, method: str = "blocked") -> list[Frame]:
     """The frames of an update of an ``m x n`` factorization, stage by stage.
 
     Runs the update's own setup (:mod:`qrlab.updates`) and plan on masks of a full
@@ -393,6 +429,9 @@ def trace(kind: str, m: int, n: int, p: int, k: int = 0, Q: str | None = "full",
     detail : bool
         One frame per Givens wave and two per Householder panel (see
         :class:`PatternExecutor`), instead of one per stage.
+    method : {'blocked', 'paper'}
+        Draw qrlab's plan, or the papers' where they differ (removing rows: 'paper'
+        has no first stage of reflectors; see :func:`qrlab.stages.plan_delete_rows`).
 
     Returns
     -------
@@ -435,7 +474,7 @@ def trace(kind: str, m: int, n: int, p: int, k: int = 0, Q: str | None = "full",
     Qm = np.ones((m, m), dtype=bool) if Q == "full" else None
     Rm = np.triu(np.ones((m, n), dtype=bool))
     mode = "full" if Q == "full" else "none"
-    ex = PatternExecutor(detail=detail)
+    ex = PatternExecutor(detail=detail, method=method)
     if kind == "insert_cols":
         Qf, Rf = updates._insert_cols(Qm, Rm, np.ones((m, p), bool), k, mode, ex)
     elif kind == "delete_cols":

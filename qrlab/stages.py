@@ -39,9 +39,18 @@ Removing p = 3 columns at k = 2 from a 10 x 8 R (001 Fig. 3) in panels of two co
 ...     print(stage.title)
 Remove columns: block 1: Householder on columns 2-3, rows 2-6
 Remove columns: block 2: Householder on columns 4-4, rows 4-7
->>> sweeps = stages.plan_delete_rows(6, 3, 2).stages[0].ops[0]
+>>> sweeps = stages.plan_delete_rows(6, 3, 2, householder=False).stages[0].ops[0]
 >>> [len(wave) for wave in sweeps.waves()]      # the pipelined schedule: 2 sweeps, 2 rows apart
 [1, 1, 2, 2, 2, 1]
+
+qrlab's own plan reduces the columns of Q past R's triangle by reflectors first, which
+leaves shorter sweeps:
+
+>>> plan = stages.plan_delete_rows(6, 3, 2)
+>>> [type(op).__name__ for op in plan.ops()]
+['Reflect', 'Sweeps']
+>>> [len(wave) for wave in plan.stages[1].ops[0].waves()]
+[1, 2, 2, 1]
 """
 from __future__ import annotations
 
@@ -63,11 +72,18 @@ class Reflect:
     are applied to ``R[rows, cols.stop:]`` and to ``Q[:, rows]`` (as ``Q H``), except
     to ``R[rows, cols.stop:zero_to]`` where the plan knows those columns to be zero on
     these rows (they stay zero: an executor may skip them).
+
+    With ``driver='Q'`` the panel is a block of ``Q^H`` instead: the columns of ``M =
+    [R, Q^H]`` that the rows ``cols`` of Q make, as :class:`Sweeps` drives by rows of Q.
+    Householder QR of ``Q[cols.start:cols.stop, rows]^H``, the reflectors applied to the
+    other rows of ``Q[:, rows]`` and to ``R[rows, zero_to:]`` (all of ``R[rows]`` if
+    ``zero_to`` is None).
     """
 
     rows: tuple[tuple[int, int], ...]
     cols: tuple[int, int]
     zero_to: int | None = None
+    driver: str = "R"
 
     def row_list(self) -> list[int]:
         return [i for a, b in self.rows for i in range(a, b)]
@@ -275,25 +291,44 @@ def plan_insert_rows(nrows: int, n: int, p: int, nb: int | None = None) -> Plan:
     return Plan("insert_rows", (nrows + p, n), tuple(stages))
 
 
-def plan_delete_rows(nrows_q: int, n: int, p: int, nc: int = 0) -> Plan:
+def plan_delete_rows(nrows_q: int, n: int, p: int, nc: int = 0,
+                     householder: bool = True) -> Plan:
     """Removing ``p`` rows (001 Section 3.4, Fig. 5).
 
     The working R has ``n`` columns and ``nc`` carried ones after them, all ``nrows_q``
-    rows tall: the carried columns (``Q^H b``) are dense down to the last row, which the
-    sweeps reach.
+    rows tall: the carried columns (``Q^H b``) are dense down to the last row.
 
     The rows of Q that belong to the removed rows of A are permuted to the top (the strip
     ``Z``); sweep ``s`` zeroes row ``s`` of ``Z`` right to left, one Givens rotation per
     pair of adjacent columns of Q, applied to the same rows of R.  Afterwards
     ``Z = [D, 0]`` with ``D`` diagonal of unit modulus and R has ``p`` subdiagonals, so
-    ``Q[p:, p:]`` and ``R[p:]`` are the new factors.  Householder cannot be used here: it
-    would fill R (001 Section 3.4).
+    ``Q[p:, p:]`` and ``R[p:]`` are the new factors.  A reflector that zeroes a row of
+    ``Z`` would mix the rows of R and fill it (001 Section 3.4).
+
+    But not the rows of R below ``n``: they are zero (but for carried columns, which
+    have no shape to keep).  So with ``householder`` (and ``p`` rows of R or more below
+    ``n``) a first stage reduces ``Z``'s columns past ``n`` by Householder, an LQ
+    factorization ``Z[:, n:] = [L, 0] H^H`` with ``L`` lower triangular, applied to
+    those columns of Q as matrix products.  Sweep ``s`` then starts at column ``n + s``
+    instead of the last: ``n + 2p`` waves of rotations rather than ``m + p``, as the
+    papers' first stage of adding columns does for the rows of ``Q^H U`` below R.
+    Without ``householder``: the papers' algorithm, sweeps only.
     """
-    sweeps = Sweeps("Q", (0, p), tuple(range(p)), (nrows_q,) * p, (0, None),
+    n_r = min(nrows_q, n)                   # rows that hold the triangle of R
+    stages = []
+    if householder and nrows_q - n_r > p:
+        stages.append(Stage(f"Stage 1: Householder LQ of the {p} row{'s' * (p > 1)} of Q to "
+                            f"remove, in its {nrows_q - n_r} columns past R's triangle",
+                            (Reflect(((n_r, nrows_q),), (0, p), zero_to=n, driver="Q"),)))
+        bottoms = tuple(n_r + s + 1 for s in range(p))
+    else:
+        bottoms = (nrows_q,) * p
+    sweeps = Sweeps("Q", (0, p), tuple(range(p)), bottoms, (0, None),
                     dense_from=n if nc else None)
-    return Plan("delete_rows", (nrows_q, n + nc),
-                (Stage(f"Remove rows: Givens sweeps along the {p} row{'s' * (p > 1)} of Q to remove",
-                       (sweeps,)),))
+    title = f"Givens sweeps along the {p} row{'s' * (p > 1)} of Q to remove"
+    stages.append(Stage(f"Stage 2: {title}" if stages else f"Remove rows: {title}",
+                        (sweeps,)))
+    return Plan("delete_rows", (nrows_q, n + nc), tuple(stages))
 
 
 def plan_rank_update(nrows: int, n: int, p: int, nb: int | None = None) -> Plan:

@@ -241,7 +241,9 @@ def _delete_rows(Q, R, k, p, mode, executor, nc=0, rhs=None):
     order = list(range(k, k + p)) + list(range(k)) + list(range(k + p, m))
     Q_w = Q[xp.asarray(order)]
     R_w = R.copy()
-    executor.run(stages.plan_delete_rows(Q.shape[1], R.shape[1] - nc, p, nc), Q_w, R_w)
+    plan = stages.plan_delete_rows(Q.shape[1], R.shape[1] - nc, p, nc,
+                                   householder=executor.method != "paper")
+    executor.run(plan, Q_w, R_w)
     return Q_w[p:, p:], R_w[p:]
 
 
@@ -451,8 +453,12 @@ def qr_delete(Q, R, k, p=1, which="row", overwrite_qr=False, check_finite=True,
     while the same rotations act on the rows of R, which gains ``p`` subdiagonals; then
     ``Q[p:, p:]`` and ``R[p:]`` are the new factors.  The rotations are computed on ``Z``
     alone and, with ``method='blocked'``, applied to Q and R in blocks by matrix
-    products.  Cost about ``6 p m (m + n)`` flops as rotations.  An economic Q is first
-    completed by ``p`` columns spanning the removed unit vectors.
+    products.  Cost about ``6 p m (m + n)`` flops as rotations (``method='paper'``).
+    With ``method='blocked'`` and ``m - n > p``, a first stage reduces ``Z``'s columns
+    past ``n`` by ``p`` Householder reflectors (LQ), which fill nothing since R is zero
+    on those rows; the sweeps then cover ``n + p`` columns: about
+    ``4 m (m - n) p`` flops as matrix products and ``6 p (n + p) (m + n)`` as rotations.
+    An economic Q is first completed by ``p`` columns spanning the removed unit vectors.
 
     Examples
     --------

@@ -26,7 +26,7 @@ def test_default_walks_removing_two_columns(capsys):
     ("insert-cols", ["--m", "10", "--n", "5", "--p", "3", "--k", "2"], "Stage 2: Givens"),
     ("delete-cols", ["--m", "10", "--n", "8", "--p", "3", "--k", "2"], "Remove columns"),
     ("insert-rows", ["--m", "8", "--n", "6", "--p", "4", "--k", "3"], "Add rows block 1"),
-    ("delete-rows", ["--m", "12", "--n", "5", "--p", "4", "--k", "4"], "Remove rows"),
+    ("delete-rows", ["--m", "12", "--n", "5", "--p", "4", "--k", "4"], "Stage 2: Givens sweeps"),
     ("rank-update", ["--m", "6", "--n", "4", "--p", "2"], "Stage 3"),
     ("insert-cols", ["--m", "3", "--n", "6", "--p", "2", "--k", "6"], "setup"),
     ("delete-rows", ["--m", "5", "--n", "7", "--p", "4", "--k", "0", "--seed", "3"], "Q (5x5)"),

@@ -66,7 +66,7 @@ def assert_pattern(pred, X, roundoff=None, where=""):
 
 
 def check_against_numeric(kind, m, n, p, k, rng, method="blocked", nb=None, with_q=True):
-    frames = trace(kind, m, n, p, k, Q="full" if with_q else None, nb=nb)
+    frames = trace(kind, m, n, p, k, Q="full" if with_q else None, nb=nb, method=method)
     states, (Qf, Rf) = numeric(kind, m, n, p, k, rng, method, nb, with_q)
     staged = [f for f in frames if f.step == "stage"]
     assert len(staged) == len(states)
@@ -183,9 +183,16 @@ def test_blue_and_red_regions():
     assert all(f.blue_R[:, 2:5].all() and f.blue_R.sum() == 30 for f in ic)
     assert ic[0].red_R.sum() == 0                         # setup: nothing active yet
     assert ic[1].red_R[5:, 2:5].all() and not ic[1].red_R[:5].any()
-    dr = trace("delete_rows", 12, 5, 4, 4)
+    dr = trace("delete_rows", 12, 5, 4, 4, method="paper")
     assert dr[0].blue_Q[:4].all() and not dr[0].blue_Q[4:].any()
     assert dr[1].red_R.all() and dr[1].red_Q.all()
+    # qrlab's plan: reflectors on Q's columns past n (R's rows there are zero), then
+    # sweeps that reach only the first n + p columns of Q and rows of R
+    dr = trace("delete_rows", 12, 5, 4, 4)
+    assert dr[1].red_Q[:, 5:].all() and not dr[1].red_Q[:, :5].any()
+    assert not dr[1].red_R.any()                         # R is zero on those rows
+    assert dr[2].red_Q[:, :9].all() and not dr[2].red_Q[:, 9:].any()
+    assert dr[2].red_R[:9].all() and not dr[2].red_R[9:].any()
     ir = trace("insert_rows", 8, 6, 4, 3)
     assert ir[0].blue_R[8:].all() and not ir[0].blue_R[:8].any()
     assert ir[-1].blue_Q[3:7].all() and ir[-1].blue_Q.sum() == 4 * 12   # back in place
@@ -199,14 +206,16 @@ def test_removing_rows_q_becomes_block_diagonal():
     """001 Fig. 5: after the sweeps Q = [D 0; 0 Q~] with D diagonal; the zeros of the
     first p columns come from orthogonality and are flagged as rounding-level."""
     m, p = 9, 3
-    frames = trace("delete_rows", m, 4, p, 2)
-    after = frames[1].after("Q")
-    assert np.array_equal(after[:p, :p], np.eye(p, dtype=bool))
-    assert not after[:p, p:].any() and not after[p:, :p].any() and after[p:, p:].all()
-    roundoff = frames[1].Q_roundoff
-    assert roundoff[p:, :p].all() and not roundoff[:, p:].any()
-    assert np.array_equal(roundoff[:p, :p], np.tril(np.ones((p, p), bool), -1))
-    assert frames[-1].R.shape == (m - p, 4)
+    for method in ("paper", "blocked"):
+        frames = trace("delete_rows", m, 4, p, 2, method=method)
+        assert len(frames) == {"paper": 3, "blocked": 4}[method]
+        after = frames[-2].after("Q")
+        assert np.array_equal(after[:p, :p], np.eye(p, dtype=bool))
+        assert not after[:p, p:].any() and not after[p:, :p].any() and after[p:, p:].all()
+        roundoff = frames[-2].Q_roundoff
+        assert roundoff[p:, :p].all() and not roundoff[:, p:].any()
+        assert np.array_equal(roundoff[:p, :p], np.tril(np.ones((p, p), bool), -1))
+        assert frames[-1].R.shape == (m - p, 4)
 
 
 def test_executor_interface_matches_numeric():

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import qrlab
-from qrlab import qr_delete, qr_insert, qr_update, stages
+from qrlab import qr_delete, qr_insert, qr_update, stages, updates
+from qrlab.executor import Executor
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 SHAPES = [(9, 4), (7, 7), (12, 5), (4, 7)]  # tall, square, tall, wide
@@ -177,7 +178,6 @@ def test_paper_method_matches_blocked():
     Q, R = sl.qr(A)
     U = rng.standard_normal((15, 3))
     for call in (lambda meth: qr_insert(Q, R, U, 2, "col", method=meth),
-                 lambda meth: qr_delete(Q, R, 4, 3, "row", method=meth),
                  lambda meth: qr_update(Q, R, U, rng.standard_normal((8, 3)), method=meth)):
         state = rng.bit_generator.state
         Qb, Rb = call("blocked")
@@ -185,6 +185,35 @@ def test_paper_method_matches_blocked():
         Qp, Rp = call("paper")
         np.testing.assert_allclose(Rb, Rp, atol=1e-12)
         np.testing.assert_allclose(Qb, Qp, atol=1e-12)
+
+
+@pytest.mark.parametrize("m, n, p, k", [(15, 8, 3, 4), (40, 10, 6, 0), (40, 10, 6, 34),
+                                        (30, 12, 1, 29), (25, 20, 4, 3)])
+def test_removing_rows_householder_stage_matches_the_papers(m, n, p, k):
+    """Removing rows runs Householder on Q's columns past n first (R is zero on those
+    rows), then sweeps of n + p columns; the papers sweep all m.  Same R~ up to the
+    signs of its rows, same first n columns of Q~ up to theirs (the rest of Q~ is any
+    basis of the complement), same Q~^T b for the rows of R~."""
+    rng = np.random.default_rng(m + n + p + k)
+    A, b = rng.standard_normal((m, n)), rng.standard_normal(m)
+    Q, R = sl.qr(A)
+    Rd = np.concatenate([R, (Q.T @ b)[:, None]], axis=1)
+    runs = {}
+    for meth in ("blocked", "paper"):
+        plan = stages.plan_delete_rows(m, n, p, 1, householder=meth == "blocked")
+        first = plan.stages[0].ops[0]
+        assert isinstance(first, stages.Reflect) == (meth == "blocked" and m - n > p)
+        runs[meth] = updates._delete_rows(Q, Rd, k, p, "full", Executor(meth), nc=1)
+    (Qb, Rb), (Qp, Rp) = runs["blocked"], runs["paper"]
+    A1 = np.delete(A, range(k, k + p), axis=0)
+    check_factors(Qb, Rb[:, :n], A1, "full")
+    sign = np.sign(np.diag(Rb[:, :n])) * np.sign(np.diag(Rp[:, :n]))
+    np.testing.assert_allclose(Rb[:n] * sign[:, None], Rp[:n], atol=1e-12)
+    np.testing.assert_allclose(Qb[:, :n] * sign, Qp[:, :n], atol=1e-12)
+    # the least-squares data: Q~^T b~ below row n is the residual, norm for norm
+    b1 = np.delete(b, range(k, k + p))
+    np.testing.assert_allclose(Rb[:, n], Qb.T @ b1, atol=1e-12)
+    assert np.isclose(np.linalg.norm(Rb[n:, n]), np.linalg.norm(Rp[n:, n]))
 
 
 def test_one_dimensional_u_like_scipy():

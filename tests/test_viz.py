@@ -157,7 +157,7 @@ def test_001_fig4_adding_rows_panel_then_trailing():
 
 
 def test_001_fig5_removing_rows():
-    frames = trace("delete_rows", 12, 5, 4, 4)
+    frames = trace("delete_rows", 12, 5, 4, 4, method="paper")
     assert text(frames[1], markers=False, show="R") == grid("""
         * * * * *
         + * * * *
