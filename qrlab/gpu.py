@@ -51,10 +51,10 @@ from pathlib import Path
 import numpy as np
 
 from .executor import Executor
-from .householder import wy_factor
+from .householder import apply_wy_left, panel_qr, wy_factor
 from .stages import Reflect, Sweeps
 
-__all__ = ["GpuExecutor", "kernels"]
+__all__ = ["GpuExecutor", "kernels", "back_solve"]
 
 _SOURCES = [Path(__file__).with_name("kernels") / name
             for name in ("vector.cuh", "sweeps.cu", "panel.cu", "reflect.cu", "structured.cu")]
@@ -212,6 +212,29 @@ def _structured_kernels(item):
     return fns
 
 
+def back_solve(R, y):
+    """``x`` with ``R x = y`` for an upper triangular ``R`` (n x n, float32 or float64,
+    rows contiguous) and one right-hand side ``y`` (n,), in one launch of
+    ``back_solve`` (``kernels/structured.cu``): a block per 64 rows, the diagonal blocks
+    inverted while they wait for the rows below.  Reads only ``triu(R)``; a zero on the
+    diagonal gives non-finite values (callers test the diagonal first)."""
+    import cupy as cp
+    n, item = R.shape[0], R.dtype.itemsize
+    if R.strides[1] != item or R.dtype != y.dtype or item not in (4, 8):
+        raise ValueError("back_solve: R needs contiguous rows, and y R's real dtype")
+    x = cp.empty(n, dtype=R.dtype)
+    if n == 0:
+        return x
+    nb = -(-n // 64)
+    sync = cp.zeros(1 + nb, dtype=cp.int32)         # ticket, then a flag per block
+    smem = (2 * 64 * 68 + 32 * 68 + 64) * item
+    fn = kernels().get_function("back_solve_" + ("f32" if item == 4 else "f64"))
+    fn.max_dynamic_shared_size_bytes = smem
+    fn((nb,), (256,), (R, np.int64(R.strides[0] // item), cp.ascontiguousarray(y), x,
+                       np.int32(n), sync), shared_mem=smem)
+    return x
+
+
 @functools.lru_cache(maxsize=64)
 def _structured_table(n, device, follow):
     """The jobs of ``structured_apply`` for order n, one int4 per thread block: (tile of
@@ -349,7 +372,9 @@ class GpuExecutor(Executor):
             R[k:k + n_tri, k:] = T
             R[k + n_tri:k + n_tri + p, k:] = B
             return Q, R
-        return super().run(plan, Q, R, operands)
+        super().run(plan, Q, R, operands)
+        self.flush()
+        return Q, R
 
     def _triangle_plan(self, plan, kind, Q, R):
         """The plan's Reflect operations if the one launch may run it, else None."""
@@ -397,6 +422,9 @@ class GpuExecutor(Executor):
     def reflect(self, op: Reflect, Q, R):
         """Factor the panel and apply it to the trailing columns of R in one launch
         (``reflect_panel``); Q, when kept, gets the same reflectors by three GEMMs."""
+        self.flush()
+        if op.driver == "Q":
+            return self._reflect_by_q(op, Q, R)
         w, h = op.width, op.height
         (a0, a1), (b0, b1) = op.rows[0], (op.rows[1] if len(op.rows) == 2 else (0, 0))
         if (op.driver != "R" or not self.fusable(R.dtype, h, w) or len(op.rows) > 2
@@ -411,6 +439,38 @@ class GpuExecutor(Executor):
                             R.shape[1], V, tau)     # (one span of columns: zero_to unused)
         if Q is not None:
             self.reflect_q(Q, self.panel_rows(op, Q), V, wy_factor(V, tau))
+
+    #: the reflectors of a panel of rows of Q, not yet applied to the rest of Q and R
+    #: (a callable; see :meth:`_reflect_by_q`)
+    _deferred = None
+
+    def flush(self):
+        """Apply what :meth:`_reflect_by_q` left for later, on the current stream."""
+        apply, self._deferred = self._deferred, None
+        if apply is not None:
+            apply()
+
+    def _reflect_by_q(self, op: Reflect, Q, R):
+        """A panel of rows of Q (removing rows): factor it now, since the sweeps after it
+        start from those rows, and leave its reflectors on the other rows of Q and on R
+        (two GEMMs over the columns past n, the larger part of the work) to
+        :meth:`flush`, which :meth:`sweeps` calls on the stream of its products, beside
+        its rotation kernel.  The panel's own rows get their exact ``[Rp; 0]^T`` now."""
+        (r0, r1), (c0, c1) = op.rows[0], op.cols
+        if (len(op.rows) > 1 or R.dtype.kind != "f" or Q.strides[1] != Q.itemsize
+                or c0 != 0):
+            return super().reflect(op, Q, R)
+        V, tau, Rp = panel_qr(Q[c0:c1, r0:r1].T)
+        Q[c0:c1, r0:r1] = 0
+        Q[c0:c1, r0:r0 + Rp.shape[0]] = Rp.T
+
+        def apply():
+            T = wy_factor(V, tau)
+            self.reflect_q(Q[c1:], slice(r0, r1), V, T)
+            z = op.zero_to or 0
+            if z < R.shape[1]:
+                R[r0:r1, z:] = apply_wy_left(V, T, R[r0:r1, z:])
+        self._deferred = apply
 
     def reflect_q(self, Q, rows, V, T):
         """``Q[:, rows] = Q[:, rows] (I - V T V^H)`` by two cuBLAS products on Q's own
@@ -616,6 +676,7 @@ class GpuExecutor(Executor):
 
     def sweeps(self, op: Sweeps, Q, R):
         if self.method == "paper" or R.dtype.kind == "c" or R.dtype.itemsize not in (4, 8):
+            self.flush()
             return super().sweeps(op, Q, R)
         import cupy as cp
 
@@ -624,6 +685,7 @@ class GpuExecutor(Executor):
         nbw = self.wave_block or wave_block(p)
         B, nwaves, lo_g, hi_g = wave_groups(op, nbw)
         if nwaves == 0:
+            self.flush()
             return
         dt = R.dtype
         suffix = "f32" if dt.itemsize == 4 else "f64"
@@ -706,6 +768,11 @@ class GpuExecutor(Executor):
         else:                                  # every G in one launch, then the products
             products = main
             accumulate(0, len(lo_g))
+        # a panel of rows of Q left for now goes first; `pending` keeps its arrays, made on
+        # this stream, alive until this stream waits for the products
+        pending = self._deferred
+        with products:
+            self.flush()
         for g, (lo, hi) in enumerate(zip(lo_g.tolist(), hi_g.tolist())):
             if empty[g]:
                 continue
@@ -730,3 +797,4 @@ class GpuExecutor(Executor):
                                else Qg @ Gg.T)
         if beside:
             main.wait_event(products.record())
+        del pending
