@@ -106,7 +106,7 @@ viz.animate(frames)
 # products.  Row $s$ of $Z$ then ends at column $n + s$, and sweep $s$ starts there instead of
 # at column $m - 1$: the sweeps have $n + p - 1$ waves instead of $m + p - 2$, and the rotations
 # reach only the first $n + p$ columns of $Q$.  This is the papers' own first stage of adding
-# columns (notebook 06: Householder on the rows of $Q^T U$ below $R$), seen from the other
+# columns (notebook 04: Householder on the rows of $Q^T U$ below $R$), seen from the other
 # side; `method='paper'` keeps their algorithm.  The same example:
 
 # %%
