@@ -79,7 +79,7 @@ EXAMPLES = [
               "is an LQ factorization of Z's last m - n columns, which leaves Z = [Z1, L, "
               "0] with L lower triangular, and the sweeps of Stage 2 start at column "
               "n + s instead of m - 1: n + p - 1 waves instead of m + p - 2 (8 here "
-              "instead of 14; 6040 instead of 12018 for 20 rows of a 12000 x 6000 "
+              "instead of 14; 6019 instead of 12018 for 20 rows of a 12000 x 6000 "
               "matrix)."),
 ]
 

@@ -427,8 +427,8 @@ class GpuExecutor(Executor):
             return self._reflect_by_q(op, Q, R)
         w, h = op.width, op.height
         (a0, a1), (b0, b1) = op.rows[0], (op.rows[1] if len(op.rows) == 2 else (0, 0))
-        if (op.driver != "R" or not self.fusable(R.dtype, h, w) or len(op.rows) > 2
-                or a1 - a0 < w or not R.flags.c_contiguous):
+        if (not self.fusable(R.dtype, h, w) or len(op.rows) > 2 or a1 - a0 < w
+                or not R.flags.c_contiguous):
             return super().reflect(op, Q, R)
         import cupy as cp
         V = tau = None

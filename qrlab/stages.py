@@ -306,11 +306,11 @@ def plan_delete_rows(nrows_q: int, n: int, p: int, nc: int = 0,
     ``Z`` would mix the rows of R and fill it (001 Section 3.4).
 
     But not the rows of R below ``n``: they are zero (but for carried columns, which
-    have no shape to keep).  So with ``householder`` (and ``p`` rows of R or more below
+    have no shape to keep).  So with ``householder`` (and more than ``p`` rows of R below
     ``n``) a first stage reduces ``Z``'s columns past ``n`` by Householder, an LQ
     factorization ``Z[:, n:] = [L, 0] H^H`` with ``L`` lower triangular, applied to
     those columns of Q as matrix products.  Sweep ``s`` then starts at column ``n + s``
-    instead of the last: ``n + 2p`` waves of rotations rather than ``m + p``, as the
+    instead of the last: ``n + p - 1`` waves of rotations rather than ``m + p - 2``, as the
     papers' first stage of adding columns does for the rows of ``Q^H U`` below R.
     Without ``householder``: the papers' algorithm, sweeps only.
     """
