@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backend import array_module, executor_for, to_numpy
+from .backend import array_module, executor_for, to_numpy, working_copy
 
 __all__ = ["cholesky_update", "cholesky_downdate", "DEFAULT_BLOCK_SIZE"]
 
@@ -457,7 +457,7 @@ def _fused(executor, R, V, s, overwrite):
     succeeded."""
     xp = array_module(R)
     flip = -xp.sign(xp.diagonal(R))            # negative diagonal in, positive out
-    R1 = xp.ascontiguousarray(xp.triu(R) * flip[:, None])
+    R1 = working_copy(R, upper=True, scale=flip)   # one pass over R
     W = V.T.copy()                             # k x n, C order; V is the caller's
     j = executor.triangle_update(R1, W, s)
     if j >= 0:

@@ -54,10 +54,11 @@ from .executor import Executor
 from .householder import apply_wy_left, panel_qr, wy_factor
 from .stages import Reflect, Sweeps
 
-__all__ = ["GpuExecutor", "kernels", "back_solve"]
+__all__ = ["GpuExecutor", "kernels", "back_solve", "copy_rows"]
 
 _SOURCES = [Path(__file__).with_name("kernels") / name
-            for name in ("vector.cuh", "sweeps.cu", "panel.cu", "reflect.cu", "structured.cu")]
+            for name in ("vector.cuh", "sweeps.cu", "panel.cu", "reflect.cu", "structured.cu",
+                         "copy.cu")]
 _COOPERATIVE = [Path(__file__).with_name("kernels") / name
                 for name in ("vector.cuh", "triangle.cu", "strips.cu")]
 _SMEM_LIMIT = 200 * 1024            # dynamic shared memory a panel may use (H100: 227 KB)
@@ -156,26 +157,36 @@ def _triangle_rows_max(size):
     return 16 * _triangle_rpw(10 ** 9, size)
 
 
+#: the model of :func:`_triangle_chunks`, per value size: microseconds per panel step
+#: (a + b kp for kp rows, padded to the factor's warps) and per item (d + e kc for kc
+#: rows), fitted to 22 shapes (n 1000 to 20000, k 64 to 2000) on an H100
+_TRIANGLE_MODEL = {4: (13.0, 0.0575, 6.0, 0.0455), 8: (9.5, 0.075, 5.2, 0.055)}
+
+
 def _triangle_chunks(npanels, ntiles, k, size, nsm, most=None):
     """How many chunks the one launch of ``triangle_update`` splits B's ``k`` rows into:
     ``most`` rows each at most, or else the count a model of the launch predicts fastest.
 
     Fewer chunks make a longer critical path: ``npanels + chunks`` steps, each a panel
-    factored against one chunk (about 9.5 + 0.075 kc us for kc rows).  More make more
-    items for the thread blocks: every chunk applies every panel to every tile after it,
-    about 5.2 + 0.055 kc us each, shared by ``nsm`` blocks.  The time is about the larger
-    of the items' total and the critical path plus half of it (H100, float32: within 20%
-    of T6-T9 and the rank-256 Cholesky update)."""
+    factored against one chunk (``a + b kp`` us for ``kc`` rows, ``kp`` padded to the
+    factor's warps).  More make more items for the thread blocks: every chunk applies
+    every panel to every tile after it, ``d + e kc`` us each, shared by ``nsm`` blocks.
+    The time is about the larger of the items' total and the critical path plus half of
+    it (:data:`_TRIANGLE_MODEL`).  Against the best count measured for each of 22 shapes
+    (H100), the model's choice was 3.4% slower on average in float32 and 1.0% in
+    float64."""
     rows_max = _triangle_rows_max(size)
     fewest = -(-k // rows_max)
     if most is not None:
         return max(fewest, -(-k // max(1, min(most, rows_max))))
     items = npanels * ntiles - npanels * (npanels - 1) / 2
+    a, b, d, e = _TRIANGLE_MODEL[size]
 
     def predicted(chunks):
         kc = -(-k // chunks)
-        path = (npanels + chunks) * (9.5 + 0.075 * kc)
-        work = chunks * items * (5.2 + 0.055 * kc) / nsm
+        rpw = _triangle_rpw(kc, size)
+        path = (npanels + chunks) * (a + b * (-(-kc // rpw) * rpw))
+        work = chunks * items * (d + e * kc) / nsm
         return max(work, path + work / 2)
     return min(range(fewest, max(fewest, -(-k // 32)) + 1), key=predicted)
 
@@ -233,6 +244,37 @@ def back_solve(R, y):
     fn((nb,), (256,), (R, np.int64(R.strides[0] // item), cp.ascontiguousarray(y), x,
                        np.int32(n), sync), shared_mem=smem)
     return x
+
+
+#: copy_rows' kernel for each (kind, item size): real values, or complex as bytes
+_COPY_KERNELS = {("f", 4): "f32", ("f", 8): "f64", ("c", 8): "b8", ("c", 16): "b16"}
+
+
+def copy_rows(A, first=(0, 0), upper=False, scale=None):
+    """A new row-major copy of the 2-D ``A`` (any strides) in one launch of ``copy_rows``
+    (``kernels/copy.cu``, tiles through shared memory: 2.7 TB/s read and written on an
+    H100, where CuPy's copy of a column-major array runs at 1): rows ``k .. k + p`` first
+    for ``first = (k, p)``, each row ``i`` times ``scale[i]`` (real ``A``), zero below the
+    diagonal with ``upper``; see :func:`qrlab.backend.working_copy`.  Returns None for what
+    the kernel does not take (other dtypes, strides that are not whole elements)."""
+    import cupy as cp
+    m, n = A.shape
+    item = A.dtype.itemsize
+    name = _COPY_KERNELS.get((A.dtype.kind, item))
+    if (name is None or A.ndim != 2 or any(s % item for s in A.strides)
+            or (scale is not None and A.dtype.kind != "f")):
+        return None
+    out = cp.empty((m, n), dtype=A.dtype)
+    if out.size:
+        k, p = first
+        if scale is not None:
+            scale = cp.ascontiguousarray(scale, dtype=A.dtype)
+        kernels().get_function("copy_rows_" + name)(
+            (-(-n // 32), -(-m // 32)), (32, 8),
+            (A, np.int64(A.strides[0] // item), np.int64(A.strides[1] // item), out,
+             np.int32(m), np.int32(n), np.int32(k), np.int32(p),
+             np.uint64(0) if scale is None else scale, np.int32(bool(upper))))
+    return out
 
 
 @functools.lru_cache(maxsize=64)
@@ -356,7 +398,7 @@ class GpuExecutor(Executor):
         lead = self.triangle_rows(plan, Q, R)
         if lead is not None:
             n, (b0, b1), rest = lead
-            self.triangle_update(R[:n], R[b0:b1], 1, positive=False)
+            self.triangle_update(R[:n], R[b0:b1], 1, positive=False, check=False)
             for op in rest:
                 self.reflect(op, Q, R)
             return Q, R
@@ -367,7 +409,7 @@ class GpuExecutor(Executor):
             # B (zero but for carried columns: the residual) below it
             k, p, n_tri = band
             T, B = R[k + p:k + p + n_tri, k:], R[k:k + p, k:]
-            self.triangle_update(T, B, 1, positive=False)
+            self.triangle_update(T, B, 1, positive=False, check=False)
             T, B = T.copy(), B.copy()
             R[k:k + n_tri, k:] = T
             R[k + n_tri:k + n_tri + p, k:] = B
@@ -533,7 +575,7 @@ class GpuExecutor(Executor):
         return _triangle_chunks(-(-n // 32), -(-ncols // 32), k, np.dtype(dtype).itemsize,
                                 _sm_count(), self.triangle_chunk)
 
-    def triangle_update(self, R1, W, sgn, positive=True, trace=None):
+    def triangle_update(self, R1, W, sgn, positive=True, trace=None, check=True):
         """Reduce ``[R1; W]`` to ``[R1'; 0]`` in place by (hyperbolic, ``sgn = -1``)
         Householder reflectors.  ``R1`` (n x ncols, ncols >= n) must be upper triangular;
         its columns past n (``W``'s too) are carried along; both may be views with
@@ -549,7 +591,9 @@ class GpuExecutor(Executor):
         Returns the first column whose pivot failed, or -1 (one host synchronisation, at
         the end: the first failure shows in the chunk where it happens, and the columns
         before it are exact in every later chunk, so the smallest column reported is the
-        first).  ``trace``: None, or an int64 device array of 8 per chunk and panel that
+        first); with ``check=False``, None and no synchronisation (for reflectors that
+        cannot break down, ``sgn = 1``: the host goes on queueing work while the launch
+        runs).  ``trace``: None, or an int64 device array of 8 per chunk and panel that
         the launch fills with time stamps (ns; see the kernel) for profiling."""
         import cupy as cp
         (n, ncols), k = R1.shape, W.shape[0]
@@ -582,6 +626,8 @@ class GpuExecutor(Executor):
                 wc = min(w, n - c0)
                 self.launch_reflect(R1, c0, wc, W, 0, k, sgn, positive, c0, wc, ncols,
                                     fail=fail)
+        if not check:
+            return None
         first = int(fail.get()[0])
         return -1 if first == none else first
 

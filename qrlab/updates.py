@@ -23,7 +23,7 @@ import operator
 import numpy as np
 
 from . import stages
-from .backend import array_module, executor_for
+from .backend import array_module, executor_for, working_copy
 
 __all__ = ["qr_insert", "qr_delete", "qr_update"]
 
@@ -166,7 +166,7 @@ def _delete_cols(Q, R, k, p, mode, executor, nc=0, nb=None):
     xp = array_module(Q, R)
     n = R.shape[1] - nc
     R_w = xp.concatenate([R[:, :k], R[:, k + p:]], axis=1)
-    Q_w = None if Q is None else Q.copy()
+    Q_w = None if Q is None else working_copy(Q)
     nb = nb or executor.panel_width(p, R.dtype)
     executor.run(stages.plan_delete_cols(R.shape[0], n, k, p, nb), Q_w, R_w)
     n_new = n - p
@@ -183,7 +183,7 @@ def _insert_cols(Q, R, U, k, mode, executor, nc=0, rhs=None):
     n = R.shape[1] - nc
     p = U.shape[1]
     if mode == "full":
-        Q_w = Q.copy()
+        Q_w = working_copy(Q)
         W = Q.conj().T @ U
     else:
         m = Q.shape[0]
@@ -238,9 +238,8 @@ def _delete_rows(Q, R, k, p, mode, executor, nc=0, rhs=None):
             extra[:, R.shape[1] - nc:] = Qy.conj().T @ rhs
         Q = xp.concatenate([Q, Qy], axis=1)
         R = xp.concatenate([R, extra], axis=0)
-    order = list(range(k, k + p)) + list(range(k)) + list(range(k + p, m))
-    Q_w = Q[xp.asarray(order)]
-    R_w = R.copy()
+    Q_w = working_copy(Q, first=(k, p))        # the rows to remove on top
+    R_w = working_copy(R)
     plan = stages.plan_delete_rows(Q.shape[1], R.shape[1] - nc, p, nc,
                                    householder=executor.method != "paper")
     executor.run(plan, Q_w, R_w)
@@ -252,7 +251,7 @@ def _rank_update(Q, R, U, V, mode, executor, nb=None):
     n = R.shape[1]
     p = U.shape[1]
     if mode == "full":
-        Q_w = Q.copy()
+        Q_w = working_copy(Q)
         R_w = xp.concatenate([R, Q.conj().T @ U], axis=1)
     else:
         q = min(p, Q.shape[0] - n)

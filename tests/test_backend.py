@@ -211,3 +211,73 @@ def test_cupy_back_solve_rejects_and_small_cases():
     np.testing.assert_allclose(cp.asnumpy(R[:50, :50] @ x), np.ones((50, 3)), atol=1e-12)
     with pytest.raises(np.linalg.LinAlgError):
         backend.solve_triangular(R - cp.diag(cp.diag(R)), cp.ones(200))
+
+
+# --- working_copy ----------------------------------------------------------------------
+def _layouts(M):
+    """M as the layouts an update receives: row-major, column-major (cupy.linalg.qr's Q),
+    and a strided view with rows and columns both apart."""
+    xp = backend.array_module(M)
+    wide = xp.zeros((2 * M.shape[0], 3 * M.shape[1]), dtype=M.dtype)
+    wide[::2, ::3] = M
+    return {"C": xp.ascontiguousarray(M), "F": xp.asfortranarray(M), "view": wide[::2, ::3]}
+
+
+def _reference_copy(M, first, upper, scale):
+    k, p = first
+    order = list(range(k, k + p)) + list(range(k)) + list(range(k + p, M.shape[0]))
+    out = M[order] * (1 if scale is None else scale[:, None])
+    return np.triu(out) if upper else out
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "view"])
+@pytest.mark.parametrize("first", [(0, 0), (0, 3), (4, 2), (7, 3)])
+def test_working_copy_numpy(layout, first):
+    """Rows k .. k + p first, then the rest in order; a new row-major array; the input
+    untouched; with upper, zeros below the diagonal; with scale, rows scaled."""
+    rng = np.random.default_rng(1)
+    M = rng.standard_normal((10, 6))
+    A = _layouts(M)[layout]
+    before = A.copy()
+    out = backend.working_copy(A, first=first)
+    assert out.flags.c_contiguous and not np.shares_memory(out, A)
+    np.testing.assert_array_equal(out, _reference_copy(M, first, False, None))
+    s = rng.choice([-1.0, 2.0], 10)
+    np.testing.assert_array_equal(backend.working_copy(A, first, upper=True, scale=s),
+                                  _reference_copy(M, first, True, s))
+    np.testing.assert_array_equal(A, before)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+@pytest.mark.parametrize("shape", [(1, 1), (31, 33), (64, 64), (200, 97), (97, 300)])
+@pytest.mark.parametrize("layout", ["C", "F", "view"])
+def test_cupy_working_copy_matches_numpy(dtype, shape, layout):
+    """The copy kernel against the NumPy reference: every layout, every dtype (complex
+    values moved as bytes), shapes that fill no tile or leave partial tiles, rows moved
+    to the top at the start, the middle and the end; for real dtypes also upper with a
+    row scale.  The output is poisoned by the allocator's earlier contents: every entry
+    must be written."""
+    cp = _cupy_with_gpu()
+    from qrlab.gpu import copy_rows
+    rng = np.random.default_rng(shape[0] * shape[1])
+    M = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        M = M + 1j * rng.standard_normal(shape)
+    M = M.astype(dtype)
+    m = shape[0]
+    A = _layouts(cp.asarray(M))[layout]
+    before = A.copy()
+    for first in {(0, 0), (0, min(3, m)), (m // 2, (m + 1) // 3), (m - 1, 1)}:
+        cp.full(shape, np.nan, dtype=dtype)     # leave NaN in the pool for out to get
+        out = backend.working_copy(A, first=first)
+        assert isinstance(out, cp.ndarray) and out.flags.c_contiguous and out.dtype == dtype
+        np.testing.assert_array_equal(cp.asnumpy(out), _reference_copy(M, first, False, None))
+        if np.dtype(dtype).kind == "f":
+            s = rng.choice([-1.0, 0.5, 2.0], m)
+            got = backend.working_copy(A, first=first, upper=True, scale=cp.asarray(s))
+            np.testing.assert_array_equal(cp.asnumpy(got), _reference_copy(M, first, True, s))
+        else:                                    # the kernel takes no complex scale
+            assert copy_rows(A, first, upper=True, scale=cp.ones(m)) is None
+    np.testing.assert_array_equal(cp.asnumpy(A), cp.asnumpy(before))
+    assert backend.working_copy(A[:0]).shape == (0, shape[1])
