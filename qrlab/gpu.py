@@ -298,11 +298,17 @@ def _structured_table(n, device, follow):
     return cp.asarray(np.array(jobs, dtype=np.int32))
 
 
-def _strip_smem(size):
-    """Dynamic shared memory of ``sweep_strips`` (``kernels/strips.cu``): 16 waves of the
-    earlier strips' c and s (256 sweeps), the rows between its 32 warps (two of 32 each)
-    and five rows of D coming in."""
-    return (2 * 16 * 256 + 32 * 2 * 32 + 5 * 32) * size
+def _strip_smem(size, q):
+    """Dynamic shared memory of ``sweep_strips`` (``kernels/strips.cu``) with ``q`` sweeps
+    per warp: 16 waves of the earlier strips' c and s (32 q sweeps), the rows between its
+    32 warps (two of 32 each) and five rows of D coming in."""
+    return (2 * 16 * 32 * q + 32 * 2 * 32 + 5 * 32) * size
+
+
+def _strip_sweeps_per_warp(sweeps):
+    """The fewest sweeps per warp of ``sweep_strips`` (2, 4 or 8) with which its 32 warps
+    hold ``sweeps``: fewer per warp make shorter waves."""
+    return 2 if sweeps <= 64 else 4 if sweeps <= 128 else 8
 
 
 def sweep_waves(op: Sweeps):
@@ -374,6 +380,9 @@ class GpuExecutor(Executor):
     triangle_chunk = None
     #: sweeps per launch of the rotation kernel (at most 256, what its registers hold)
     sweeps_per_launch = 256
+    #: sweeps per warp of the rotation kernel (2, 4 or 8); None: the fewest that hold a
+    #: launch's sweeps (:func:`_strip_sweeps_per_warp`)
+    strip_sweeps_per_warp = None
     #: run the groups of rotations (G, products) beside the rotation kernel, on other
     #: streams, when it is one launch
     overlap_groups = True
@@ -788,12 +797,17 @@ class GpuExecutor(Executor):
         D = self.take_driver(op, Q, R)
         C = cp.empty((nwaves, p), dtype=dt)
         S = cp.empty((nwaves, p), dtype=dt)
-        fn = cooperative_kernels().get_function(f"sweep_strips_{suffix}")
-        fn.max_dynamic_shared_size_bytes = _strip_smem(dt.itemsize)
+        per_launch = min(p, self.sweeps_per_launch)
+        q = self.strip_sweeps_per_warp or _strip_sweeps_per_warp(per_launch)
+        if not (q in (2, 4, 8) and per_launch <= 32 * q):
+            raise ValueError(f"the rotation kernel holds at most {32 * q} sweeps with "
+                             f"{q} per warp (q = 2, 4 or 8), not {per_launch}")
+        fn = cooperative_kernels().get_function(f"sweep_strips_{suffix}_q{q}")
+        fn.max_dynamic_shared_size_bytes = _strip_smem(dt.itemsize, q)
         _, t_first, t_last = sweep_waves(op)
         passes = []                            # (s_lo, s_hi, t_begin, t_end, progress)
-        for s_lo in range(0, p, self.sweeps_per_launch):
-            s_hi = min(p, s_lo + self.sweeps_per_launch)
+        for s_lo in range(0, p, per_launch):
+            s_hi = min(p, s_lo + per_launch)
             busy = t_first[s_lo:s_hi] <= t_last[s_lo:s_hi]
             if busy.any():
                 passes.append((s_lo, s_hi, int(t_first[s_lo:s_hi][busy].min()),
@@ -807,7 +821,7 @@ class GpuExecutor(Executor):
                 fn((min(per, len(progress) - first),), (1024,),
                    (D, np.int32(p), tops, bottoms, np.int32(B), np.int32(s_lo), np.int32(s_hi),
                     np.int32(t_begin), np.int32(t_end), C, S, progress, np.int32(first)),
-                   shared_mem=_strip_smem(dt.itemsize))
+                   shared_mem=_strip_smem(dt.itemsize, q))
                 launches += 1
         q_rows = self.put_driver(op, Q, R, D)
 

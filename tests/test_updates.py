@@ -714,14 +714,16 @@ def test_gemm_on_views(dtype):
 @pytest.mark.gpu
 @pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("m, n, p, k", [(300, 200, 1, 0), (300, 200, 60, 0), (400, 250, 150, 100),
+@pytest.mark.parametrize("m, n, p, k", [(300, 200, 1, 0), (300, 200, 60, 0), (400, 250, 100, 50),
+                                        (400, 250, 150, 100),
                                         (600, 400, 200, 7), (260, 250, 200, 250),
                                         (700, 400, 200, 380), (900, 800, 600, 5)])
 def test_cupy_sweep_strips(m, n, p, k, dtype, monkeypatch):
     """Adding columns: the rotation kernel (strips of 32 lines, 256 sweeps per launch:
-    p = 600 takes three) against itself with 40 sweeps per launch, with two blocks per
-    launch (a chain of launches) and with its groups of rotations run after it instead of
-    beside it, NumPy and recomputation; and, for k = 380, the Householder route of
+    p = 600 takes three; 2, 4 or 8 sweeps per warp, the fewest that hold them) against
+    itself with 40 sweeps per launch, with two blocks per launch (a chain of launches),
+    with its groups of rotations run after it instead of beside it and with 8 sweeps per
+    warp, NumPy and recomputation; and, for k = 380, the Householder route of
     p >= 4 (n - k)."""
     import cupy as cp
 
@@ -733,12 +735,14 @@ def test_cupy_sweep_strips(m, n, p, k, dtype, monkeypatch):
     Q, R = factor(A, "full")
     A1 = np.insert(A, [k] * p, U, axis=1)
     results = []
-    for per_launch, sms, overlap in ((256, None, True), (256, None, False), (40, None, True),
-                                     (256, 2, True)):
+    sm_count = gpu._sm_count
+    for per_launch, sms, overlap, q in ((256, None, True, None), (256, None, False, None),
+                                        (40, None, True, None), (256, 2, True, None),
+                                        (256, None, True, 8)):
         monkeypatch.setattr(GpuExecutor, "sweeps_per_launch", per_launch)
         monkeypatch.setattr(GpuExecutor, "overlap_groups", overlap)
-        if sms:
-            monkeypatch.setattr(gpu, "_sm_count", lambda: sms)
+        monkeypatch.setattr(GpuExecutor, "strip_sweeps_per_warp", q)
+        monkeypatch.setattr(gpu, "_sm_count", (lambda s=sms: s) if sms else sm_count)
         Qg, Rg = qr_insert(cp.asarray(Q), cp.asarray(R), cp.asarray(U), k, "col")
         check_factors(Qg.get(), Rg.get(), A1, "full")
         results.append(Rg.get())
@@ -747,8 +751,26 @@ def test_cupy_sweep_strips(m, n, p, k, dtype, monkeypatch):
     atol = tol(dtype, m, n + p) * np.abs(results[0]).max()
     np.testing.assert_allclose(results[2], results[0], rtol=0, atol=atol)
     np.testing.assert_allclose(results[3], results[0], rtol=0, atol=atol)
+    np.testing.assert_allclose(results[4], results[0], rtol=0, atol=atol)
     Rn = qr_insert(Q, R, U, k, "col")[1]
     np.testing.assert_allclose(abs(results[0]), abs(Rn), rtol=0, atol=atol)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
+def test_cupy_strip_sweeps_per_warp_checked(monkeypatch):
+    """Too few sweeps per warp for a launch's sweeps: a clear error, the inputs intact."""
+    import cupy as cp
+
+    from qrlab.gpu import GpuExecutor
+    monkeypatch.setattr(GpuExecutor, "strip_sweeps_per_warp", 2)
+    rng = np.random.default_rng(5)
+    Q, R = (cp.asarray(x) for x in factor(rng.standard_normal((300, 200)), "full"))
+    U = cp.asarray(rng.standard_normal((300, 100)))
+    before = [x.copy() for x in (Q, R, U)]
+    with pytest.raises(ValueError, match="at most 64 sweeps"):
+        qr_insert(Q, R, U, 0, "col")
+    assert all(bool((x == y).all()) for x, y in zip((Q, R, U), before))
 
 
 @pytest.mark.gpu
