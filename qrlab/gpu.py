@@ -772,13 +772,17 @@ class GpuExecutor(Executor):
         empty = hi_g < 0
         lo_g[empty], hi_g[empty] = 0, 1
         w = int((hi_g - lo_g).max())
-        smem = w * 32 * dt.itemsize             # a block's 32 columns of G
-        in_smem = smem <= _SMEM_LIMIT
+        # a block's 32 columns of G, then chunks of up to 16 waves of (c, s) staged
+        smem = w * 32 * dt.itemsize
+        wave_bytes = 2 * p * dt.itemsize
+        in_smem = smem + wave_bytes <= _SMEM_LIMIT
         if in_smem:
             G = cp.empty((len(lo_g), w, w), dtype=dt)
         else:
             G, smem = cp.zeros((len(lo_g), w, w), dtype=dt), 0
             G[:, cp.arange(w), cp.arange(w)] = 1
+        chunk = max(1, min(16, (_SMEM_LIMIT - smem) // wave_bytes))
+        smem += chunk * wave_bytes
         acc = mod.get_function(f"accumulate_groups_{suffix}")
         acc.max_dynamic_shared_size_bytes = smem
         wait = mod.get_function("wait_for_waves")
@@ -838,7 +842,8 @@ class GpuExecutor(Executor):
         def accumulate(g0, count):             # G of the groups g0 .. g0 + count - 1
             acc((count, (w + 31) // 32), (512,),
                 (G, np.int32(w), C, S, np.int32(p), tops, bottoms, np.int32(B),
-                 np.int32(nwaves), np.int32(nbw), lo_dev, np.int32(in_smem), np.int32(g0)),
+                 np.int32(nwaves), np.int32(nbw), lo_dev, np.int32(in_smem), np.int32(g0),
+                 np.int32(chunk)),
                 shared_mem=smem)
 
         main = cp.cuda.get_current_stream()
