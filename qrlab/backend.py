@@ -157,18 +157,31 @@ def solve_triangular(R, B, check=True):
     Raises ``numpy.linalg.LinAlgError`` for an exactly singular ``R`` (a zero on the
     diagonal), on both backends.  ``check=False`` skips that test (and, on NumPy, SciPy's
     test for non-finite entries), for callers that know ``R``'s diagonal: on a GPU the
-    test waits for the device, which stalls the launches queued behind it.
+    test waits for the device (once, with the solve already queued).
 
     On CuPy, one right-hand side of a real ``R`` (n >= 128, rows contiguous) goes to
     qrlab's kernel (:func:`qrlab.gpu.back_solve`), anything else to cuBLAS's ``trsm``.
     """
     xp = array_module(R, B)
-    if check and R.shape[0] and not bool((xp.diagonal(R) != 0).all()):
-        raise np.linalg.LinAlgError("R is singular: the least-squares problem is "
-                                    "rank deficient")
+    singular = np.linalg.LinAlgError("R is singular: the least-squares problem is rank "
+                                     "deficient")
     if xp is np:
+        if check and R.shape[0] and not (np.diagonal(R) != 0).all():
+            raise singular
         from scipy.linalg import solve_triangular
         return solve_triangular(R, B, lower=False, check_finite=check)
+    # On a GPU the diagonal test is queued before the solve and read after it: one wait
+    # for the device, with the solve already behind it (a zero makes the solve's values
+    # non-finite, and they are dropped).
+    nonzero = (xp.diagonal(R) != 0).all() if check and R.shape[0] else None
+    x = _solve_on_gpu(R, B)
+    if nonzero is not None and not bool(nonzero):
+        raise singular
+    return x
+
+
+def _solve_on_gpu(R, B):
+    """The CuPy solve of :func:`solve_triangular`, without the diagonal test."""
     if (B.ndim == 1 or B.shape[1] == 1) and R.dtype == B.dtype and R.dtype.kind == "f" \
             and R.strides[1] == R.itemsize and R.shape[0] >= 128:
         # one right-hand side, as a least-squares solve has: a fused kernel (cuBLAS's

@@ -50,6 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .backend import working_copy
 from .executor import Executor
 from .householder import apply_wy_left, panel_qr, wy_factor
 from .stages import Reflect, Sweeps
@@ -419,9 +420,7 @@ class GpuExecutor(Executor):
             k, p, n_tri = band
             T, B = R[k + p:k + p + n_tri, k:], R[k:k + p, k:]
             self.triangle_update(T, B, 1, positive=False, check=False)
-            T, B = T.copy(), B.copy()
-            R[k:k + n_tri, k:] = T
-            R[k + n_tri:k + n_tri + p, k:] = B
+            R[k:k + p + n_tri, k:] = working_copy(R[k:k + p + n_tri, k:], first=(p, n_tri))
             return Q, R
         super().run(plan, Q, R, operands)
         self.flush()
