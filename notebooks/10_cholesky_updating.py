@@ -554,9 +554,11 @@ for n in sorted({r["n"] for r in rows}):
 # Plainly: **the update beats cuSOLVER's refactorization for every $k \le 64$ at every
 # $n$ from 1000 up, in both precisions**. At $n \ge 5000$ it is 4.6 to 50 times faster
 # with $\tilde A$'s forming included and 4.4 to 48 times without; the thinnest margin is
-# float64, $n = 5000$, $k = 64$. For $k = 256$ it wins from $n = 2000$ in float32 and
-# from $n = 5000$ in float64; at $n = 1000$ (and $n = 2000$ in float64) refactorizing is
-# faster for $k = 256$.
+# float64, $n = 5000$, $k = 64$. For $k = 256$ it wins from $n = 5000$ in both
+# precisions (1.6 to 3.5 times faster in float32); at $n = 1000$ refactorizing is faster,
+# at $n = 2000$ too in float64 (by about a fifth), and in float32 the two are even there
+# (within a few percent, less than two runs of the benchmark differ by: this table may
+# show either one ahead).
 # The structured method is 1.7 to 8.1 times faster than the chain of reflectors. At
 # $k \le 64$ and $n \ge 5000$ it sits 3.5 to 12 times above the floor (the chain sat 8.7
 # to 63 times above): within 4 times at $n = 20000$ in float32 (3.5 to 3.9), 4.4 to 5.6
@@ -573,9 +575,10 @@ wins = {(r["dtype"], r["n"], r["k"]) for r in rows
 assert all((r["dtype"], r["n"], r["k"]) in wins for r in rows if r["k"] <= 64)
 assert all(r["t_update_ms"] < r["t_recompute_excl_ms"] for r in rows
            if r["n"] >= 5000 and r["k"] <= 64)
-assert {(dt, n) for dt, n, k in wins if k == 256} == (
-    {("float32", n) for n in (2000, 5000, 10000, 20000)}
-    | {("float64", n) for n in (5000, 10000, 20000)})
+assert {(dt, n) for dt, n, k in wins if k == 256 and n != 2000} == {
+    (dt, n) for dt in ("float32", "float64") for n in (5000, 10000, 20000)}
+assert all(r["t_update_ms"] < 1.25 * r["t_recompute_incl_ms"] for r in rows
+           if r["k"] == 256 and r["n"] == 2000)       # close to even at n = 2000
 for dt in ("float32", "float64"):
     for k in (1, 16, 64, 256):
         case = {r["n"]: r for r in rows if r["dtype"] == dt and r["k"] == k}

@@ -37,7 +37,13 @@ whatever ``m``:
    (:func:`gemm`, on the views themselves).
 
 Step 1 keeps one SM per strip busy and leaves the others free: steps 2 and 3 run beside
-it on other streams, each group as soon as its waves are done.
+it on other streams, each group as soon as its waves are done, and so do the products of
+a Householder stage before the sweeps with Q (:meth:`GpuExecutor.reflect` leaves them to
+:meth:`GpuExecutor.flush`).
+
+An update starts from working copies of Q and R (the caller's arrays are never written),
+made in one pass whatever their layout by ``copy_rows`` (``qrlab/kernels/copy.cu``,
+:func:`copy_rows`).
 
 The kernels are compiled once by CuPy's ``RawModule``.  Complex input and
 ``method='paper'`` (one wave at a time, the papers' scheme) use the reference executor on

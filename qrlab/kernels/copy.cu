@@ -14,7 +14,10 @@
 // at A[i sr + j sc].  Launch with (ceil(n / 32), ceil(m / 32)) blocks of 32 x 8 threads.
 
 template <typename T>
-__device__ __forceinline__ T copy_scaled(T v, const T* scale, int i) { return scale ? v * scale[i] : v; }
+__device__ __forceinline__ T copy_scaled(T v, const T* scale, int i)
+{
+    return scale ? v * scale[i] : v;
+}
 // byte-moving unit types (complex values) are never scaled
 __device__ __forceinline__ int2 copy_scaled(int2 v, const int2*, int) { return v; }
 __device__ __forceinline__ int4 copy_scaled(int4 v, const int4*, int) { return v; }
