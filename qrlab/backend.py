@@ -151,6 +151,9 @@ def executor_for(xp, method: str = "blocked"):
     return Executor(method)
 
 
+_SINGULAR = "R is singular: the least-squares problem is rank deficient"
+
+
 def solve_triangular(R, B, check=True):
     """Solve ``R X = B`` for upper triangular ``R`` on the module of ``R``.
 
@@ -163,11 +166,9 @@ def solve_triangular(R, B, check=True):
     qrlab's kernel (:func:`qrlab.gpu.back_solve`), anything else to cuBLAS's ``trsm``.
     """
     xp = array_module(R, B)
-    singular = np.linalg.LinAlgError("R is singular: the least-squares problem is rank "
-                                     "deficient")
     if xp is np:
         if check and R.shape[0] and not (np.diagonal(R) != 0).all():
-            raise singular
+            raise np.linalg.LinAlgError(_SINGULAR)
         from scipy.linalg import solve_triangular
         return solve_triangular(R, B, lower=False, check_finite=check)
     # On a GPU the diagonal test is queued before the solve and read after it: one wait
@@ -176,7 +177,7 @@ def solve_triangular(R, B, check=True):
     nonzero = (xp.diagonal(R) != 0).all() if check and R.shape[0] else None
     x = _solve_on_gpu(R, B)
     if nonzero is not None and not bool(nonzero):
-        raise singular
+        raise np.linalg.LinAlgError(_SINGULAR)
     return x
 
 

@@ -268,7 +268,7 @@ def copy_rows(A, first=(0, 0), upper=False, scale=None):
     m, n = A.shape
     item = A.dtype.itemsize
     name = _COPY_KERNELS.get((A.dtype.kind, item))
-    if (name is None or A.ndim != 2 or any(s % item for s in A.strides)
+    if (name is None or any(s % item for s in A.strides)
             or (scale is not None and A.dtype.kind != "f")):
         return None
     out = cp.empty((m, n), dtype=A.dtype)
@@ -860,8 +860,9 @@ class GpuExecutor(Executor):
         else:                                  # every G in one launch, then the products
             products = main
             accumulate(0, len(lo_g))
-        # a panel of rows of Q left for now goes first; `pending` keeps its arrays, made on
-        # this stream, alive until this stream waits for the products
+        # what the operation before left for now (its reflectors on Q, and for a panel of
+        # rows of Q on R) goes first; `pending` keeps its arrays, made on this stream,
+        # alive until this stream waits for the products
         pending = self._deferred
         with products:
             self.flush()
