@@ -86,28 +86,49 @@ class Executor:
 
     # -- Householder panels ---------------------------------------------------------
     def reflect(self, op: Reflect, Q, R):
+        if op.driver == "Q":
+            return self._reflect_by_q(op, Q, R)
         xp = array_module(R)
         rows = self.panel_rows(op, R)
         c0, c1 = op.cols
-        by_q = op.driver == "Q"
-        panel = Q[c0:c1, rows].conj().T if by_q else R[rows, c0:c1]
+        panel = R[rows, c0:c1]
         V, T, Rp = self.factor_panel(panel)
         # The panel becomes [Rp; 0] with the eliminated entries exactly zero.
         new_panel = xp.zeros_like(panel)
         new_panel[: Rp.shape[0]] = Rp
-        if by_q:
-            c2 = op.zero_to or 0
-        else:
-            R[rows, c0:c1] = new_panel
-            c2 = c1 if op.zero_to is None else max(c1, op.zero_to)
+        R[rows, c0:c1] = new_panel
+        c2 = c1 if op.zero_to is None else max(c1, op.zero_to)
         if c2 < R.shape[1]:
             R[rows, c2:] = apply_wy_left(V, T, R[rows, c2:])
         if Q is not None:
-            # (by rows of Q: on all of them, the panel's then overwritten with its exact
-            # zeros; one product rather than two around the panel's rows)
             self.reflect_q(Q, rows, V, T)
-        if by_q:
-            Q[c0:c1, rows] = new_panel.conj().T
+
+    def _reflect_by_q(self, op: Reflect, Q, R, later=False):
+        """A panel of rows ``cols`` of Q (columns of ``M = [R, Q^H]``): its reflectors
+        are found and the panel's rows of Q set to their exact ``[Rp; 0]^H`` now; the
+        rest, the reflectors on the other rows of Q and on ``R[rows, zero_to:]``, is
+        done now, or returned as a callable with ``later`` (the GPU executor runs it
+        beside the sweeps that start from the panel's rows)."""
+        xp = array_module(Q)
+        rows = self.panel_rows(op, Q)
+        c0, c1 = op.cols
+        panel = Q[c0:c1, rows].conj().T
+        V, tau, Rp = panel_qr(panel)
+        new_panel = xp.zeros_like(panel)
+        new_panel[: Rp.shape[0]] = Rp
+        Q[c0:c1, rows] = new_panel.conj().T
+
+        def rest():
+            T = wy_factor(V, tau)
+            z = op.zero_to or 0
+            if z < R.shape[1]:
+                R[rows, z:] = apply_wy_left(V, T, R[rows, z:])
+            for other in (Q[:c0], Q[c1:]):
+                if other.shape[0]:
+                    self.reflect_q(other, rows, V, T)
+        if later:
+            return rest
+        rest()
 
     @staticmethod
     def reflect_q(Q, rows, V, T):

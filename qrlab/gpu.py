@@ -58,7 +58,7 @@ import numpy as np
 
 from .backend import working_copy
 from .executor import Executor
-from .householder import apply_wy_left, panel_qr, wy_factor
+from .householder import wy_factor
 from .stages import Reflect, Sweeps
 
 __all__ = ["GpuExecutor", "kernels", "back_solve", "copy_rows"]
@@ -483,7 +483,13 @@ class GpuExecutor(Executor):
         12000 x 3000 factorization spends 2.2 ms of its first stage on them)."""
         self.flush()
         if op.driver == "Q":
-            return self._reflect_by_q(op, Q, R)
+            # a panel of rows of Q (removing rows): found now, since the sweeps after it
+            # start from those rows; its reflectors on the other rows of Q and on R (two
+            # GEMMs over the columns past n, the larger part of the work) are left to
+            # flush, which sweeps calls on the stream of its products
+            rest = self._reflect_by_q(op, Q, R, later=True)
+            self._deferred, self._deferred_stales_driver = rest, False
+            return
         w, h = op.width, op.height
         (a0, a1), (b0, b1) = op.rows[0], (op.rows[1] if len(op.rows) == 2 else (0, 0))
         if (not self.fusable(R.dtype, h, w) or len(op.rows) > 2 or a1 - a0 < w
@@ -506,7 +512,7 @@ class GpuExecutor(Executor):
             self._defer_q = False
 
     #: reflectors not yet applied to Q (and, by rows of Q, to R): a callable (see
-    #: :meth:`reflect` and :meth:`_reflect_by_q`), run by :meth:`flush`
+    #: :meth:`reflect`), run by :meth:`flush`
     _deferred = None
     #: whether the deferred work leaves rows of Q that drive sweeps out of date
     _deferred_stales_driver = False
@@ -514,33 +520,10 @@ class GpuExecutor(Executor):
     _defer_q = False
 
     def flush(self):
-        """Apply what :meth:`reflect` and :meth:`_reflect_by_q` left for later, on the
-        current stream."""
+        """Apply what :meth:`reflect` left for later, on the current stream."""
         apply, self._deferred = self._deferred, None
         if apply is not None:
             apply()
-
-    def _reflect_by_q(self, op: Reflect, Q, R):
-        """A panel of rows of Q (removing rows): factor it now, since the sweeps after it
-        start from those rows, and leave its reflectors on the other rows of Q and on R
-        (two GEMMs over the columns past n, the larger part of the work) to
-        :meth:`flush`, which :meth:`sweeps` calls on the stream of its products, beside
-        its rotation kernel.  The panel's own rows get their exact ``[Rp; 0]^T`` now."""
-        (r0, r1), (c0, c1) = op.rows[0], op.cols
-        if (len(op.rows) > 1 or R.dtype.kind != "f" or Q.strides[1] != Q.itemsize
-                or c0 != 0):
-            return super().reflect(op, Q, R)
-        V, tau, Rp = panel_qr(Q[c0:c1, r0:r1].T)
-        Q[c0:c1, r0:r1] = 0
-        Q[c0:c1, r0:r0 + Rp.shape[0]] = Rp.T
-
-        def apply():
-            T = wy_factor(V, tau)
-            self.reflect_q(Q[c1:], slice(r0, r1), V, T)
-            z = op.zero_to or 0
-            if z < R.shape[1]:
-                R[r0:r1, z:] = apply_wy_left(V, T, R[r0:r1, z:])
-        self._deferred, self._deferred_stales_driver = apply, False
 
     def reflect_q(self, Q, rows, V, T):
         """``Q[:, rows] = Q[:, rows] (I - V T V^H)`` by two cuBLAS products on Q's own
