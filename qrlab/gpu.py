@@ -170,6 +170,7 @@ def _triangle_rows_max(size):
 _TRIANGLE_MODEL = {4: (13.0, 0.0575, 6.0, 0.0455), 8: (9.5, 0.075, 5.2, 0.055)}
 
 
+@functools.lru_cache(maxsize=256)      # host time before the launch, with the GPU idle
 def _triangle_chunks(npanels, ntiles, k, size, nsm, most=None):
     """How many chunks the one launch of ``triangle_update`` splits B's ``k`` rows into:
     ``most`` rows each at most, or else the count a model of the launch predicts fastest.
@@ -372,6 +373,54 @@ def wave_rows(op: Sweeps):
     return wave_groups(op, 1)
 
 
+#: a fail slot that no breakdown has written: every byte 0x7f (one memset), above any
+#: column, so that the kernels' atomicMin keeps the first failing column
+_NO_FAIL = 0x7F7F7F7F
+
+
+def _no_fail(slot):
+    """``slot`` (one int32 on the device) set to :data:`_NO_FAIL` on the current stream."""
+    slot.data.memset_async(0x7F, 4)
+    return slot
+
+
+def _reflects(plan, kind):
+    """The plan's operations if it is of ``kind`` and all Householder panels, else None."""
+    ops = list(plan.ops()) if plan.kind == kind else []
+    return ops if ops and all(isinstance(op, Reflect) for op in ops) else None
+
+
+def _triangle_lead(plan):
+    """:meth:`GpuExecutor.triangle_rows` read off the plan alone (once per plan)."""
+    ops = _reflects(plan, "insert_rows")
+    if ops is None or len(ops[0].rows) != 2:
+        return None
+    new = ops[0].rows[1]
+    count, n = 0, 0
+    for op in ops:
+        c1 = op.cols[1]
+        # the diagonal rows n .. c1 and the new rows (one span where c1 meets them)
+        rows = ((n, new[1]),) if c1 == new[0] else ((n, c1), new)
+        if op.cols[0] != n or op.rows != rows:
+            break
+        count, n = count + 1, c1
+    return (n, new, ops[count:]) if count else None
+
+
+def _triangle_band(plan):
+    """:meth:`GpuExecutor.triangle_cols` read off the plan alone (once per plan)."""
+    ops = _reflects(plan, "delete_cols")
+    if ops is None:
+        return None
+    k, p = ops[0].cols[0], ops[0].rows[0][1] - ops[0].cols[1]
+    c0 = k
+    for op in ops:
+        if op.cols[0] != c0 or op.rows != ((c0, op.cols[1] + p),):
+            return None
+        c0 = op.cols[1]
+    return (k, p, c0 - k) if p > 0 else None
+
+
 class GpuExecutor(Executor):
     """Executor for CuPy arrays: fused kernels for Givens sweeps and Householder panels
     (real dtypes)."""
@@ -432,47 +481,24 @@ class GpuExecutor(Executor):
         self.flush()
         return Q, R
 
-    def _triangle_plan(self, plan, kind, Q, R):
-        """The plan's Reflect operations if the one launch may run it, else None."""
-        if (plan.kind != kind or Q is not None or self.method == "paper"
-                or not self.launches_once(R.dtype) or not R.flags.c_contiguous):
-            return None
-        ops = list(plan.ops())
-        return ops if ops and all(isinstance(op, Reflect) for op in ops) else None
+    def _launches_triangle(self, Q, R):
+        """Whether a plan on these arrays may run as one launch of :meth:`triangle_update`
+        (no Q, contiguous rows, a real dtype it takes)."""
+        return (Q is None and self.method != "paper" and self.launches_once(R.dtype)
+                and R.flags.c_contiguous)
 
     def triangle_rows(self, plan, Q, R):
         """For a plan that adds rows without Q, the leading panels whose rows are their
         own diagonal block and the same new rows (a triangle update): ``(n, (b0, b1),
         rest)``, the triangle's size, the new rows and the panels after it; else None."""
-        ops = self._triangle_plan(plan, "insert_rows", Q, R)
-        if ops is None or len(ops[0].rows) != 2:
-            return None
-        new = ops[0].rows[1]
-        count, n = 0, 0
-        for op in ops:
-            c1 = op.cols[1]
-            # the diagonal rows n .. c1 and the new rows (one span where c1 meets them)
-            rows = ((n, new[1]),) if c1 == new[0] else ((n, c1), new)
-            if op.cols[0] != n or op.rows != rows:
-                break
-            count, n = count + 1, c1
-        return (n, new, ops[count:]) if count else None
+        return plan.derived(_triangle_lead) if self._launches_triangle(Q, R) else None
 
     def triangle_cols(self, plan, Q, R):
         """For a plan that removes ``p`` columns at ``k`` without Q, ``(k, p, n_tri)``:
         its band panels, each spanning its columns and the ``p`` rows below, reduce rows
         ``k:`` of the columns past ``k``, ``p`` dense rows over a triangle of ``n_tri``;
         else None (a wide matrix, whose last panels are cut short)."""
-        ops = self._triangle_plan(plan, "delete_cols", Q, R)
-        if ops is None:
-            return None
-        k, p = ops[0].cols[0], ops[0].rows[0][1] - ops[0].cols[1]
-        c0 = k
-        for op in ops:
-            if op.cols[0] != c0 or op.rows != ((c0, op.cols[1] + p),):
-                return None
-            c0 = op.cols[1]
-        return (k, p, c0 - k) if p > 0 else None
+        return plan.derived(_triangle_band) if self._launches_triangle(Q, R) else None
 
     # -- Householder panels: one fused launch each ------------------------------------
     def reflect(self, op: Reflect, Q, R):
@@ -615,16 +641,17 @@ class GpuExecutor(Executor):
         import cupy as cp
         (n, ncols), k = R1.shape, W.shape[0]
         dt = R1.dtype
-        none = np.iinfo(np.int32).max
         if not R1.strides[1] == W.strides[1] == dt.itemsize:
             raise ValueError("triangle_update: the rows of R1 and W must be contiguous")
-        fail = cp.full(1, none, dtype=cp.int32)
         if self.launches_once(dt):
             npanels, ntiles = -(-n // 32), -(-ncols // 32)
             chunks = self.triangle_chunks(n, ncols, k, dt)
             kb = -(-k // chunks)              # rows per chunk, the chunks balanced
-            published = cp.zeros(chunks * npanels, dtype=cp.int32)
-            handed = cp.zeros(npanels * ntiles, dtype=cp.int32)
+            # the fail slot and the flags in one allocation and two memsets (host time
+            # before the launch is time the GPU waits)
+            flags = cp.zeros(1 + chunks * npanels + npanels * ntiles, dtype=cp.int32)
+            fail = _no_fail(flags[:1])
+            published, handed = flags[1:1 + chunks * npanels], flags[1 + chunks * npanels:]
             work = cp.empty(chunks * npanels * (kb + 32) * 32, dtype=dt)   # V_B, L^T
             fn = cooperative_kernels().get_function(
                 "triangle_update_" + ("f32" if dt.itemsize == 4 else "f64"))
@@ -638,6 +665,7 @@ class GpuExecutor(Executor):
                 published, handed, fail, np.uint64(0) if trace is None else trace),
                shared_mem=smem)
         else:
+            fail = _no_fail(cp.empty(1, dtype=cp.int32))
             w = min(n, self.panel_width(k, dt))
             for c0 in range(0, n, w):
                 wc = min(w, n - c0)
@@ -646,7 +674,7 @@ class GpuExecutor(Executor):
         if not check:
             return None
         first = int(fail.get()[0])
-        return -1 if first == none else first
+        return -1 if first == _NO_FAIL else first
 
     #: the most columns of V that :meth:`structured_update` takes
     structured_k_max = 64

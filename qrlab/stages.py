@@ -185,6 +185,14 @@ class Plan:
         for stage in self.stages:
             yield from stage.ops
 
+    def derived(self, fn):
+        """``fn(self)``, computed once per plan: a plan is immutable and built once per
+        shape, so what an executor reads off its structure need not be read again."""
+        memo = self.__dict__.setdefault("_derived", {})   # beside the frozen fields
+        if fn not in memo:
+            memo[fn] = fn(self)
+        return memo[fn]
+
 
 # A plan depends only on its integer arguments and is immutable, so one is built once per
 # shape: building the hundred panels of a large one took 0.1-0.2 ms of host time, during
