@@ -533,17 +533,21 @@ class GpuExecutor(Executor):
         self.launch_reflect(R, a0, a1 - a0, R, b0, b1 - b0, 1, False, op.cols[0], w,
                             R.shape[1], V, tau)     # (one span of columns: zero_to unused)
         if Q is not None:
-            self._defer_q = True
-            self.reflect_q(Q, self.panel_rows(op, Q), V, wy_factor(V, tau))
-            self._defer_q = False
+            self._defer_reflect_q(Q, self.panel_rows(op, Q), V, wy_factor(V, tau))
 
     #: reflectors not yet applied to Q (and, by rows of Q, to R): a callable (see
     #: :meth:`reflect`), run by :meth:`flush`
     _deferred = None
     #: whether the deferred work leaves rows of Q that drive sweeps out of date
     _deferred_stales_driver = False
-    #: let :meth:`reflect_q` defer its products (set by :meth:`reflect` around it)
+    #: let :meth:`reflect_q` defer its products (set by :meth:`reflect` around the
+    #: reference executor's panel, which calls it)
     _defer_q = False
+
+    def _defer_reflect_q(self, Q, rows, V, T):
+        """Leave :meth:`reflect_q` ``(Q, rows, V, T)`` to :meth:`flush`."""
+        self._deferred = lambda: self.reflect_q(Q, rows, V, T)
+        self._deferred_stales_driver = True
 
     def flush(self):
         """Apply what :meth:`reflect` left for later, on the current stream."""
@@ -558,9 +562,7 @@ class GpuExecutor(Executor):
         :meth:`flush`."""
         if self._defer_q:
             self._defer_q = False
-            self._deferred = lambda: self.reflect_q(Q, rows, V, T)
-            self._deferred_stales_driver = True
-            return
+            return self._defer_reflect_q(Q, rows, V, T)
         if not isinstance(rows, slice) or Q.dtype.kind != "f" or Q.strides[1] != Q.itemsize:
             return super().reflect_q(Q, rows, V, T)
         import cupy as cp
@@ -788,17 +790,18 @@ class GpuExecutor(Executor):
         empty = hi_g < 0
         lo_g[empty], hi_g[empty] = 0, 1
         w = int((hi_g - lo_g).max())
-        # a block's 32 columns of G, then chunks of up to 16 waves of (c, s) staged
+        # a block's 32 columns of G, chunks of up to 16 waves of (c, s) staged, then the
+        # sweeps' tops and bottoms (8 p bytes)
         smem = w * 32 * dt.itemsize
         wave_bytes = 2 * p * dt.itemsize
-        in_smem = smem + wave_bytes <= _SMEM_LIMIT
+        in_smem = smem + wave_bytes + 8 * p <= _SMEM_LIMIT
         if in_smem:
             G = cp.empty((len(lo_g), w, w), dtype=dt)
         else:
             G, smem = cp.zeros((len(lo_g), w, w), dtype=dt), 0
             G[:, cp.arange(w), cp.arange(w)] = 1
-        chunk = max(1, min(16, (_SMEM_LIMIT - smem) // wave_bytes))
-        smem += chunk * wave_bytes
+        chunk = max(1, min(16, (_SMEM_LIMIT - smem - 8 * p) // wave_bytes))
+        smem += chunk * wave_bytes + 8 * p
         acc = mod.get_function(f"accumulate_groups_{suffix}")
         acc.max_dynamic_shared_size_bytes = smem
         wait = mod.get_function("wait_for_waves")
