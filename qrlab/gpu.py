@@ -513,9 +513,7 @@ class GpuExecutor(Executor):
             # start from those rows; its reflectors on the other rows of Q and on R (two
             # GEMMs over the columns past n, the larger part of the work) are left to
             # flush, which sweeps calls on the stream of its products
-            rest = self._reflect_by_q(op, Q, R, later=True)
-            self._deferred, self._deferred_stales_driver = rest, False
-            return
+            return self._defer(self._reflect_by_q(op, Q, R, later=True), stales_driver=False)
         w, h = op.width, op.height
         (a0, a1), (b0, b1) = op.rows[0], (op.rows[1] if len(op.rows) == 2 else (0, 0))
         if (not self.fusable(R.dtype, h, w) or len(op.rows) > 2 or a1 - a0 < w
@@ -544,10 +542,14 @@ class GpuExecutor(Executor):
     #: reference executor's panel, which calls it)
     _defer_q = False
 
+    def _defer(self, work, stales_driver):
+        """Leave ``work()`` to :meth:`flush`; ``stales_driver``: whether it changes rows of
+        Q that drive sweeps."""
+        self._deferred, self._deferred_stales_driver = work, stales_driver
+
     def _defer_reflect_q(self, Q, rows, V, T):
         """Leave :meth:`reflect_q` ``(Q, rows, V, T)`` to :meth:`flush`."""
-        self._deferred = lambda: self.reflect_q(Q, rows, V, T)
-        self._deferred_stales_driver = True
+        self._defer(lambda: self.reflect_q(Q, rows, V, T), stales_driver=True)
 
     def flush(self):
         """Apply what :meth:`reflect` left for later, on the current stream."""
@@ -791,17 +793,18 @@ class GpuExecutor(Executor):
         lo_g[empty], hi_g[empty] = 0, 1
         w = int((hi_g - lo_g).max())
         # a block's 32 columns of G, chunks of up to 16 waves of (c, s) staged, then the
-        # sweeps' tops and bottoms (8 p bytes)
+        # sweeps' tops and bottoms
         smem = w * 32 * dt.itemsize
         wave_bytes = 2 * p * dt.itemsize
-        in_smem = smem + wave_bytes + 8 * p <= _SMEM_LIMIT
+        ranges_bytes = 2 * p * 4                # (int32)
+        in_smem = smem + wave_bytes + ranges_bytes <= _SMEM_LIMIT
         if in_smem:
             G = cp.empty((len(lo_g), w, w), dtype=dt)
         else:
             G, smem = cp.zeros((len(lo_g), w, w), dtype=dt), 0
             G[:, cp.arange(w), cp.arange(w)] = 1
-        chunk = max(1, min(16, (_SMEM_LIMIT - smem - 8 * p) // wave_bytes))
-        smem += chunk * wave_bytes + 8 * p
+        chunk = max(1, min(16, (_SMEM_LIMIT - smem - ranges_bytes) // wave_bytes))
+        smem += chunk * wave_bytes + ranges_bytes
         acc = mod.get_function(f"accumulate_groups_{suffix}")
         acc.max_dynamic_shared_size_bytes = smem
         wait = mod.get_function("wait_for_waves")
