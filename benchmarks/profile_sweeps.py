@@ -1,4 +1,4 @@
-"""Where the time of a GPU Givens sweep goes: rotations, accumulation, matrix products.
+"""Where the time of a GPU Givens sweep goes: computing the rotations, applying them.
 
     python benchmarks/profile_sweeps.py               (removing rows)
     python benchmarks/profile_sweeps.py insert_cols   (adding columns, each stage)
@@ -50,8 +50,8 @@ def main(m=12000, n=6000):
 
 class KernelClock:
     """Stands in for the compiled modules of ``qrlab.gpu``: every launch timed with CUDA
-    events and summed by kernel name (the matrix products are the rest of an operation's
-    time)."""
+    events and summed by kernel name (cuBLAS products, where there are any, are the rest of
+    an operation's time)."""
 
     def __init__(self, modules):
         self.modules, self.ms = modules, {}
@@ -81,7 +81,7 @@ class KernelClock:
 def clocked(fn):
     """Run ``fn`` once with every kernel launch timed: {kernel: ms}.  Each launch is timed
     alone (a synchronization after it), so run it with ``overlap_groups = False``: beside
-    the rotation kernel, the groups' kernels would only be timed waiting for it."""
+    the rotation kernel, the apply kernel would only be timed waiting for it."""
     clock = KernelClock({"kernels": gpu.kernels(), "cooperative": gpu.cooperative_kernels()})
     saved = gpu.kernels, gpu.cooperative_kernels
     gpu.kernels = lambda: clock.of("kernels")
@@ -95,7 +95,7 @@ def clocked(fn):
 
 def insert_cols(cases=((4000, 3000, 200, 0), (12000, 3000, 200, 0), (5000, 3000, 900, 2980))):
     """Adding p columns at k with full Q (000 Tables 2 and 5): each operation of the plan
-    timed alone, and the sweep's three steps."""
+    timed alone, and the sweep's kernels."""
     from qrlab import updates
     rng = np.random.default_rng(0)
     for m, n, p, k in cases:

@@ -19,9 +19,8 @@
 #   (`makeGivens`) and one that applies them (`applyGivens`): two launches per step, so
 #   $O(m)$ launches for an update on $m$ rows;
 # * **qrlab's fused scheme** (`qrlab/gpu.py`): all rotations computed on the few *driver
-#   lines* in one launch; the rotations of each group of about $2p$ steps multiplied into
-#   one small orthogonal matrix; each group applied to $R$ and $Q$ by two matrix
-#   products: $O(\text{number of groups})$ launches, each doing much more work.
+#   lines* in one launch; all of them applied to $R$ and $Q$ in one more, group of steps by
+#   group of steps, each group's rows read and written once: two launches, whatever $m$.
 #
 # The counts are exact and checked below; a live timing of both ways closes the notebook.
 
@@ -41,7 +40,7 @@ import qrlab.backend
 import qrlab.config
 from qrlab import bench, stages, viz
 from qrlab.executor import Executor
-from qrlab.gpu import wave_block, wave_rows
+from qrlab.gpu import apply_waves, wave_rows
 
 np.set_printoptions(precision=3, suppress=True)
 
@@ -116,15 +115,15 @@ assert len(op.waves()) == m + p - 2
 # * **the papers' scheme**: two launches per wave (`makeGivens`, `applyGivens`): $2W$;
 # * **qrlab's fused scheme**: one launch computes all rotations on the driver lines (one thread
 #   block per strip of 32 lines, all at once, each a few waves behind the one before; one launch per
-#   256 sweeps), and each group of $w_b = \max(2p, 512 - 2p)$ waves (256 for $128 < p \le 256$)
-#   multiplies its rotations into an orthogonal matrix $G_g$ (one launch) and applies it by two
-#   matrix products, $R \leftarrow G_g R$ and $Q \leftarrow Q G_g^T$ on its window of rows/columns:
-#   $1 + 3\lceil W / w_b \rceil$ kernels that compute for $p \le 256$, the groups running beside the
-#   rotation kernel, on the SMs it leaves free, as soon as their waves are done.  (Each product's
-#   result is copied into place, one more launch per product, a small kernel waits for each group's
-#   waves, and a fixed handful of small set-ups comes on top, the same for every $m$.)  The
-#   reference executor groups $\max(32, 2p)$ waves, the fewest flops; on a GPU, windows of at least
-#   512 rows keep the products few.
+#   256 sweeps), and one more applies them to $R$ and $Q$: its thread blocks take the waves in
+#   groups of $w_b$ (`qrlab.gpu.apply_waves`, 256 unless shared memory asks for fewer) and tiles of
+#   32 rows of $Q$ or 32 columns of $R$, each tile taking a group as soon as the group's waves are
+#   out, beside the rotation kernel on the SMs it leaves free.  So $\lceil p / 256 \rceil + 1$
+#   kernels compute, whatever $m$.  (A small kernel waits until the rotation kernel has started,
+#   and a fixed handful of small set-ups comes on top.)  The reference executor instead multiplies
+#   each group of $\max(32, 2p)$ waves into an orthogonal matrix $G_g$ and applies it by two
+#   matrix products, $R \leftarrow G_g R$ and $Q \leftarrow Q G_g^T$: the fewest flops of that
+#   approach, and on NumPy far fewer Python-level steps than wave by wave.
 #
 # Removing $p$ rows of an $m \times n$ factorization has $W = m + p - 2$ waves (above).
 # The number of waves below comes from two places that must agree: the reference
@@ -137,13 +136,13 @@ def launches(op, p):
 
     ``wave_rows`` numbers the time steps from 0 and marks the steps without rotations
     (adding columns starts with p - 1 of them) by ``hi = -1``; the GPU executor groups the
-    steps and skips groups without rotations."""
+    steps (a group without rotations costs its tiles nothing)."""
     _, steps, lo, hi = wave_rows(op)
     busy = hi >= 0
     waves = int(busy.sum())
-    nbw = wave_block(p)
+    nbw = apply_waves(p, 4)
     groups = sum(bool(busy[t:t + nbw].any()) for t in range(0, steps, nbw))
-    return waves, 2 * waves, groups, 1 + 3 * groups
+    return waves, 2 * waves, groups, math.ceil(p / 256) + 1
 
 
 print(f"{'m':>6} {'p':>4} {'waves':>6} {'papers':>7} {'groups':>7} {'qrlab':>6} {'ratio':>6}")
@@ -152,9 +151,10 @@ for p in (20, 100):
         op = sweeps_of(stages.plan_delete_rows(m, 6000, p, householder=False))
         waves, paper_l, groups, ours = launches(op, p)
         assert waves == m + p - 2
-        assert paper_l == 2 * waves and ours == 1 + 3 * math.ceil(waves / wave_block(p))
+        assert paper_l == 2 * waves and ours == 2
+        assert groups == math.ceil(waves / apply_waves(p, 4))
         print(f"{m:6d} {p:4d} {waves:6d} {paper_l:7d} {groups:7d} {ours:6d} "
-              f"{paper_l / ours:6.1f}")
+              f"{paper_l / ours:6.0f}")
 small = sweeps_of(stages.plan_delete_rows(200, 6, 4, householder=False))
 assert launches(small, 4)[0] == len(small.waves()) == 200 + 4 - 2
 fig2 = sweeps_of(stages.plan_insert_cols(10, 5, 2, 3))     # adding columns, 001 Fig. 2
@@ -203,7 +203,7 @@ for method in ("paper", "blocked"):
 assert ex.products == 2 * math.ceil((m + p - 2) / max(32, 2 * p))   # its groups: 2p waves
 waves, paper_l, groups, ours = launches(small, p)
 print(f"GPU launches for this case: papers' scheme {paper_l}, qrlab {ours} "
-      f"({groups} groups of {wave_block(p)} waves)")
+      f"(one of them in {groups} group(s) of {apply_waves(p, 4)} waves)")
 assert np.allclose(results["paper"], results["blocked"])
 
 # %% [markdown]
@@ -260,7 +260,7 @@ def traffic(op, m_q, n_r, p, itemsize=4):
     GPU executor's schedule)."""
     _, waves, lo, hi = wave_rows(op)
     per_wave = op.count * 4 * (m_q + n_r) * itemsize
-    nbw = wave_block(p)
+    nbw = apply_waves(p, itemsize)
     windows = [hi[t:t + nbw].max() - lo[t:t + nbw].min() for t in range(0, waves, nbw)]
     grouped = sum(2 * int(w) * (m_q + n_r) * itemsize for w in windows)
     return per_wave, grouped
@@ -281,10 +281,13 @@ for c in t10:
 # quarter of the measured time, and grows with $p$ as the measured time does (the rest:
 # strided access to $Q$, and waves too small to fill the GPU).  On an H100 (3.35 TB/s) the
 # same traffic would still take 20-100 ms, as long as the launches.  Grouping cuts the
-# traffic by $p$ or more (each window of $w_b + 2p$ rows is read and written once for
-# $w_b$ waves of up to $p$ rotations) and turns the work into matrix products, which run
-# near the GPU's arithmetic peak.  The price is arithmetic: forming and applying $G_g$ costs two
-# to three times the flops of applying its rotations one by one, which a GPU has to spare.
+# traffic by $p$ or more: each window of $w_b + 2p$ rows is read into shared memory and
+# written back once for $w_b$ waves of up to $p$ rotations.  In between, each thread owns
+# one row of $Q$ (or column of $R$) and applies the group's rotations sweep by sweep,
+# holding the few rows that a handful of sweeps are working on in registers, so a rotation
+# costs its four multiplications and little else.  (Forming each group's $G_g$ and applying
+# it by matrix products, the reference executor's way, moves as little data but costs two to
+# three times the flops: on the H100 that way took 1.1 to 1.6 times as long per update.)
 #
 # ## Live: one wave at a time against grouped waves
 #
@@ -342,8 +345,8 @@ plt.show()
 #   eq. 7) or the papers' strips (001 Fig. 1), $m + n - 2$ of them for a full QR,
 #   $m + p - 2$ for removing $p$ rows.
 # * The papers launch two kernels per wave: $O(m)$ launches, each doing at most $p$
-#   rotations.  qrlab computes the rotations in one launch and applies them group by
-#   group as matrix products: $1 + 3\lceil W / w_b \rceil$ launches.
+#   rotations.  qrlab computes the rotations in one launch and applies them, group of
+#   waves by group of waves, in one more: $\lceil p / 256 \rceil + 1$ launches.
 # * The launches alone are a small part of the papers' times; the larger part is moving
 #   $Q$ and $R$ through memory once per wave, which grouping cuts by a factor of $p$ or
 #   more.

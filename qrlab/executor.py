@@ -50,12 +50,13 @@ class Executor:
     Parameters
     ----------
     method : {'blocked', 'paper'}
-        How Givens sweeps reach R and Q: accumulated into blocks applied by matrix
-        products (default), or one wave at a time as in the papers.
+        How Givens sweeps reach R and Q: in groups of waves, each accumulated into a block
+        applied by matrix products (default), or one wave at a time as in the papers.
     wave_block : int, optional
         Waves per accumulated block (default ``max(32, 2 p)``: the block's row window is
         about ``wave_block + 2p`` and its cost per rotation ``(wave_block + 2p)^2 /
-        wave_block``, smallest at ``2p``; on a GPU :func:`qrlab.gpu.wave_block`).
+        wave_block``, smallest at ``2p``).  On a GPU, the waves per group of the kernel
+        that applies the rotations directly (default :func:`qrlab.gpu.apply_waves`).
     """
 
     def __init__(self, method: str = "blocked", wave_block: int | None = None):
@@ -197,15 +198,20 @@ class Executor:
         return R[:, l0:l1].copy() if op.driver == "R" else Q[l0:l1, :].conj().T.copy()
 
     @staticmethod
+    def driven_rows(op: Sweeps):
+        """The rows of Q the rotations must reach besides the driver: all of them, or
+        those below a driver made of rows of Q."""
+        return slice(None) if op.driver == "R" else slice(op.lines[1], None)
+
+    @staticmethod
     def put_driver(op: Sweeps, Q, R, D):
-        """Write the reduced driver lines back; return the rows of Q the rotations must
-        still reach (all of them, or those below a driver made of rows of Q)."""
+        """Write the reduced driver lines back; return :meth:`driven_rows`."""
         l0, l1 = op.lines
         if op.driver == "R":
             R[:, l0:l1] = D
-            return slice(None)
-        Q[l0:l1, :] = D.conj().T
-        return slice(l1, None)
+        else:
+            Q[l0:l1, :] = D.conj().T
+        return Executor.driven_rows(op)
 
     @staticmethod
     def _compute_wave(xp, D, wave):

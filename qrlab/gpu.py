@@ -22,7 +22,7 @@ tiles of 32 columns of a chunk of B's rows, each panel is published through a fl
 device memory as soon as it is factored against a chunk, and the next panel (and the
 next chunk) is factored while the other blocks are still applying this one.
 
-Givens sweeps are what cost the papers O(m) launches; here they take three steps
+Givens sweeps are what cost the papers O(m) launches; here they take two launches
 whatever ``m``:
 
 1. ``sweep_strips`` (``qrlab/kernels/strips.cu``, one thread block per strip of 32 driver
@@ -30,16 +30,17 @@ whatever ``m``:
    ``s <= j``, so block ``b`` computes the sweeps of its own lines and applies those of the
    lines before it, which the blocks before it publish as they go: all blocks run at
    once, each a few waves behind the one before, with one block barrier per wave;
-2. ``accumulate_groups`` (``qrlab/kernels/sweeps.cu``, one thread block per group of waves
-   and 32 columns of ``G``, in shared memory): the rotations of each group of
-   :func:`wave_block` waves multiplied into a small orthogonal matrix ``G``;
-3. per group, ``R[rows] = G R[rows]`` and ``Q[:, rows] = Q[:, rows] G^H`` by cuBLAS
-   (:func:`gemm`, on the views themselves).
+2. ``apply_sweeps`` (``qrlab/kernels/sweeps.cu``, persistent thread blocks): the
+   rotations of each group of :func:`apply_waves` waves applied straight to tiles of 32
+   rows of Q or 32 columns of R in shared memory, sweep by sweep, each thread carrying
+   the rows of its warp's sweeps in registers.  (An earlier design multiplied each
+   group's rotations into a small orthogonal ``G`` and applied it by cuBLAS: about 2.8
+   times the flops at p = 100, and 1.1 to 1.6 times the time of the whole update.)
 
-Step 1 keeps one SM per strip busy and leaves the others free: steps 2 and 3 run beside
-it on other streams, each group as soon as its waves are done, and so do the products of
-a Householder stage before the sweeps with Q (:meth:`GpuExecutor.reflect` leaves them to
-:meth:`GpuExecutor.flush`).
+Step 1 keeps one SM per strip busy and leaves the others free: step 2 runs beside it on
+another stream, each tile taking each group as soon as its waves are done, and so do the
+products of a Householder stage before the sweeps with Q (:meth:`GpuExecutor.reflect`
+leaves them to :meth:`GpuExecutor.flush`).
 
 An update starts from working copies of Q and R (the caller's arrays are never written),
 made in one pass whatever their layout by ``copy_rows`` (``qrlab/kernels/copy.cu``,
@@ -95,11 +96,11 @@ def _sm_count():
 
 
 @functools.lru_cache(maxsize=None)
-def _side_streams():
-    """Five streams for work that runs beside a kernel using few SMs (made once and kept:
-    the memory pool keeps freed blocks per stream)."""
+def _side_stream():
+    """A stream for work that runs beside a kernel using few SMs (made once and kept: the
+    memory pool keeps freed blocks per stream)."""
     import cupy as cp
-    return tuple(cp.cuda.Stream(non_blocking=True) for _ in range(5))
+    return cp.cuda.Stream(non_blocking=True)
 
 
 def gemm(A, B, C, alpha=1.0, beta=0.0):
@@ -353,19 +354,38 @@ def wave_groups(op: Sweeps, nbw: int):
     return B, nwaves, lo, hi
 
 
-def wave_block(p):
-    """Waves per group on the GPU for ``p`` sweeps: ``max(2p, 512 - 2p)``, but 256 for
-    ``128 < p <= 256``.  Fewest flops would be ``2p`` (the reference executor's choice),
-    but for small ``p`` that makes thousands of small products, each a few launches and
-    host work: windows of at least 512 rows keep them few.  For ``p <= 256`` the groups
-    run beside the rotation kernel (one launch), and what is left after it is the last
-    group's product, so groups of 256 rather than ``2p`` follow it more closely: adding
-    200 columns to a 4000 x 3000 factorization took 8.9 ms against 9.7 with 400 waves
-    (H100, float32).  (For removing 20 or 100 rows of a 12000 or 16000 row one, 128 to
-    472 waves gave times up to 12% apart without a trend: the old rule is kept there.)"""
-    if 128 < p <= 256:
-        return 256
-    return max(2 * p, 512 - 2 * p)
+def apply_waves(p, size):
+    """Waves per group of the sweeps' apply kernel for ``p`` sweeps of ``size``-byte
+    values: 256, or as many fewer (a multiple of 16) as fit its shared memory (a group's
+    rows, about ``waves + 2 p``, are one tile).  Removing 20 or 100 rows of a 12000 x
+    6000 or 12000 x 10000 factorization and adding 200 columns at the front of a
+    12000 x 3000 one took the same or less with 256 than with 400 to 1024 waves (H100,
+    float32): the groups follow the rotation kernel closely, and a tile of fewer rows
+    lets two blocks share an SM."""
+    k = _apply_sweeps_per_warp(p)
+    nwarp = min(_APPLY_WARPS, -(-p // k))
+    nbw = 256
+    while nbw > 16 and _apply_smem(nbw + 2 * p, nwarp, k, size) > _SMEM_LIMIT:
+        nbw -= 16
+    return nbw
+
+
+#: the most warps per block of the sweeps' apply kernel (each takes K sweeps; more
+#: sweeps are taken in turns)
+_APPLY_WARPS = 16
+
+
+def _apply_sweeps_per_warp(p):
+    """Sweeps per warp of the apply kernel (its K: 1, 2, 4 or 8): more make fewer
+    shared memory accesses per rotation and fewer warps to fill the pipeline with, but
+    the last warp's spare sweeps are wasted work."""
+    return 8 if p > 64 else 4 if p > 8 else 2 if p > 2 else 1
+
+
+def _apply_smem(rows, nwarp, k, size):
+    """Dynamic shared memory of the apply kernel: a tile of ``rows`` rows of 32 vectors
+    (pitch 33, rounded to 16 bytes), and per warp 16 waves of its ``k`` sweeps' (c, s)."""
+    return (-(-rows * 33 // 4) * 4 + nwarp * 16 * k * 2) * size
 
 
 def wave_rows(op: Sweeps):
@@ -439,8 +459,8 @@ class GpuExecutor(Executor):
     #: sweeps per warp of the rotation kernel (2, 4 or 8); None: the fewest that hold a
     #: launch's sweeps (:func:`_strip_sweeps_per_warp`)
     strip_sweeps_per_warp = None
-    #: run the groups of rotations (G, products) beside the rotation kernel, on other
-    #: streams, when it is one launch
+    #: apply the rotations beside the rotation kernel, on another stream, when it is one
+    #: launch (else after it)
     overlap_groups = True
 
     def panel_width(self, p, dtype):
@@ -777,44 +797,34 @@ class GpuExecutor(Executor):
 
         l0, l1 = op.lines
         p = l1 - l0
-        nbw = self.wave_block or wave_block(p)
+        dt = R.dtype
+        k_sweeps = _apply_sweeps_per_warp(p)
+        nwarp = min(_APPLY_WARPS, -(-p // k_sweeps))
+        nbw = self.wave_block or apply_waves(p, dt.itemsize)
+        smem = _apply_smem(nbw + 2 * p, nwarp, k_sweeps, dt.itemsize)
+        if smem > _SMEM_LIMIT:                 # a group's rows do not fit shared memory
+            self.flush()
+            return super().sweeps(op, Q, R)
         B, nwaves, lo_g, hi_g = wave_groups(op, nbw)
         if nwaves == 0:
             self.flush()
             return
-        dt = R.dtype
         suffix = "f32" if dt.itemsize == 4 else "f64"
-        mod = kernels()
-        tops = cp.asarray(op.tops, dtype=cp.int32)
-        bottoms = cp.asarray(op.bottoms, dtype=cp.int32)
-
-        # 2. and 3. need: G, the buffers and the schedule on the device, made first
+        # all that the kernels read, made before `ready` (the apply kernel's stream waits
+        # for nothing after it): the sweeps' rows, the groups' rows, the ticket and the
+        # tiles' counts of groups done
         empty = hi_g < 0
-        lo_g[empty], hi_g[empty] = 0, 1
-        w = int((hi_g - lo_g).max())
-        # a block's 32 columns of G, chunks of up to 16 waves of (c, s) staged, then the
-        # sweeps' tops and bottoms
-        smem = w * 32 * dt.itemsize
-        wave_bytes = 2 * p * dt.itemsize
-        ranges_bytes = 2 * p * 4                # (int32)
-        in_smem = smem + wave_bytes + ranges_bytes <= _SMEM_LIMIT
-        if in_smem:
-            G = cp.empty((len(lo_g), w, w), dtype=dt)
-        else:
-            G, smem = cp.zeros((len(lo_g), w, w), dtype=dt), 0
-            G[:, cp.arange(w), cp.arange(w)] = 1
-        chunk = max(1, min(16, (_SMEM_LIMIT - smem - ranges_bytes) // wave_bytes))
-        smem += chunk * wave_bytes + ranges_bytes
-        acc = mod.get_function(f"accumulate_groups_{suffix}")
-        acc.max_dynamic_shared_size_bytes = smem
-        wait = mod.get_function("wait_for_waves")
-        lo_dev = cp.asarray(lo_g, dtype=cp.int32)
+        lo_g[empty], hi_g[empty] = 0, 0        # no rows: no work
+        ng = len(lo_g)
+        ints = cp.asarray(np.concatenate([op.tops, op.bottoms, lo_g, hi_g]).astype(np.int32))
+        tops, bottoms, lo_dev, hi_dev = ints[:p], ints[p:2 * p], ints[2 * p:-ng], ints[-ng:]
         a0, a1 = op.apply_cols
         a1 = R.shape[1] if a1 is None else a1
-        rows_r = R.strides[1] == dt.itemsize          # rows contiguous: cuBLAS takes them
-        rows_q = Q is not None and Q.strides[1] == dt.itemsize
-        buf_r = cp.empty((w, max(a1 - a0, 0)), dtype=dt)
-        buf_q = None if Q is None else cp.empty((Q.shape[0], w), dtype=dt)
+        q_rows = self.driven_rows(op)
+        Qv = None if Q is None else Q[q_rows]
+        nq = 0 if Qv is None else Qv.shape[0]
+        ntiles = -(-nq // 32) + (-(-(a1 - a0) // 32) if a1 > a0 else 0)
+        sync = cp.zeros(1 + ntiles, dtype=cp.int32)   # ticket, then per tile its groups
 
         # 1. all rotations, computed on the driver lines: one block per strip of 32 lines,
         # 256 sweeps per launch (the later ones see the earlier only through D)
@@ -849,62 +859,53 @@ class GpuExecutor(Executor):
                     np.int32(t_begin), np.int32(t_end), C, S, progress, np.int32(first)),
                    shared_mem=_strip_smem(dt.itemsize, q))
                 launches += 1
-        q_rows = self.put_driver(op, Q, R, D)
+        self.put_driver(op, Q, R, D)
 
-        # 2. and 3., group by group: the rotations of each group of waves multiplied into
-        # G, then R[rows] = G R[rows] and Q[:, rows] = Q[:, rows] G^T by cuBLAS on the
-        # views themselves (each product reads its rows of R or columns of Q once, into a
-        # buffer, which is then copied back), one group after the other (their row windows
-        # overlap).  Rows lo.. of R are zero left of column lo - p (Sweeps), so the product
-        # starts there, or at the carried columns (dense in every row) if they come first.
-        # The rotation kernel uses one SM per strip: when it is one launch,
-        # this runs beside it on other streams, each group as soon as the last strip has
-        # published its waves (wait_for_waves), on the SMs it leaves free; a group's G
-        # takes longer than its waves do, so four streams take turns at them.
-        def accumulate(g0, count):             # G of the groups g0 .. g0 + count - 1
-            acc((count, (w + 31) // 32), (512,),
-                (G, np.int32(w), C, S, np.int32(p), tops, bottoms, np.int32(B),
-                 np.int32(nwaves), np.int32(nbw), lo_dev, np.int32(in_smem), np.int32(g0),
-                 np.int32(chunk)),
-                shared_mem=smem)
+        # 2. the rotations applied to the rows of Q and the columns of R, group of waves
+        # by group of waves, by one launch of persistent blocks (``kernels/sweeps.cu``).
+        # Rows lo.. of R are zero left of column lo - p (Sweeps), so a group starts
+        # there, or at the carried columns (dense in every row) if they come first.  The
+        # rotation kernel uses one SM per strip: when it is one launch, this runs beside
+        # it on another stream, each group as soon as the last strip has published its
+        # waves, on the SMs it leaves free.
+        item = dt.itemsize
+        tile_rows = max(1, int((hi_g - lo_g).max()))
+        smem = _apply_smem(tile_rows, nwarp, k_sweeps, item)
+        apply = kernels().get_function(f"apply_sweeps_{suffix}_k{k_sweeps}")
+        apply.max_dynamic_shared_size_bytes = smem
+        per_sm = max(1, min(2048 // (32 * nwarp), (228 * 1024) // (smem + 1024)))
+        items = ng * ntiles
+        null = np.uint64(0)
+
+        def launch(progress):
+            apply((max(1, min(items, per_sm * _sm_count())),), (32 * nwarp,),
+                  (null if Qv is None else Qv, np.int64(0 if Qv is None else Qv.strides[0] // item),
+                   np.int64(0 if Qv is None else Qv.strides[1] // item), np.int32(nq),
+                   R, np.int64(R.strides[1] // item), np.int64(R.strides[0] // item),
+                   np.int32(a0), np.int32(a1),
+                   np.int32(np.iinfo(np.int32).max if op.dense_from is None else op.dense_from),
+                   C, S, np.int32(p), tops, bottoms, np.int32(B), np.int32(nwaves),
+                   np.int32(nbw), lo_dev, hi_dev, np.int32(ng),
+                   np.int32(tile_rows), null if progress is None else progress, sync,
+                   sync[1:]),
+                  shared_mem=smem)
 
         main = cp.cuda.get_current_stream()
-        beside = launches == 1 and self.overlap_groups
-        if beside:
-            products, *acc_streams = _side_streams()
-            for stream in (products, *acc_streams):
-                stream.wait_event(ready)
-        else:                                  # every G in one launch, then the products
-            products = main
-            accumulate(0, len(lo_g))
         # what the operation before left for now (its reflectors on Q, and for a panel of
         # rows of Q on R) goes first; `pending` keeps its arrays, made on this stream,
         # alive until this stream waits for the products
         pending = self._deferred
-        with products:
-            self.flush()
-        for g, (lo, hi) in enumerate(zip(lo_g.tolist(), hi_g.tolist())):
-            if empty[g]:
-                continue
-            if beside:
-                stream = acc_streams[g % len(acc_streams)]
-                with stream:                   # the last strip past the group's waves
-                    need = np.int32(min(nwaves, (g + 1) * nbw))
-                    wait((1,), (32,), (passes[0][4][-1:], need))
-                    accumulate(g, 1)
-                products.wait_event(stream.record())
+        if launches == 1 and self.overlap_groups:
+            products = _side_stream()
+            products.wait_event(ready)
+            last = passes[0][4][-1:]           # the last strip's count of waves done
             with products:
-                Gg = G[g, : hi - lo, : hi - lo]
-                c0 = lo - p if op.dense_from is None else min(lo - p, op.dense_from)
-                c0 = max(a0, c0)
-                if a1 > c0:
-                    Rg = R[lo:hi, c0:a1]
-                    Rg[...] = (gemm(Gg, Rg, buf_r[: hi - lo, : a1 - c0]) if rows_r
-                               else Gg @ Rg)
-                if Q is not None:
-                    Qg = Q[q_rows, lo:hi]
-                    Qg[...] = (gemm(Qg, Gg.T, buf_q[: Qg.shape[0], : hi - lo]) if rows_q
-                               else Qg @ Gg.T)
-        if beside:
+                self.flush()
+                # the rotation kernel resident before the blocks that wait on it
+                kernels().get_function("wait_for_waves")((1,), (32,), (last, np.int32(1)))
+                launch(last)
             main.wait_event(products.record())
+        else:                                  # after all the rotations
+            self.flush()
+            launch(None)
         del pending

@@ -302,8 +302,9 @@ def qr_insert(Q, R, u, k, which="row", rcond=None, overwrite_qru=False, check_fi
     check_finite : bool, optional
         Check that the inputs contain only finite numbers (default True).
     method : {'blocked', 'paper'}, keyword-only
-        How Givens sweeps are applied: accumulated into blocks and applied by matrix
-        products (default), or one wave of rotations at a time as in the papers.
+        How Givens sweeps are applied: in groups of waves (default; on NumPy each group
+        accumulated into a block applied by matrix products, on a GPU applied by one
+        fused kernel), or one wave of rotations at a time as in the papers.
 
     Returns
     -------

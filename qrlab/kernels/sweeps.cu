@@ -1,94 +1,217 @@
-// Givens sweeps for qrlab (float and double): the rotations of each group of waves
-// multiplied into one small orthogonal matrix.
+// Givens sweeps for qrlab (float and double): the rotations, group of waves by group of
+// waves, applied straight to the rows of Q and the columns of R.
 //
 // The papers launch two kernels per wave of rotations (makeGivens, applyGivens), so an
 // update costs O(m) launches.  Here one launch (strips.cu; one per 256 sweeps) computes
-// every rotation of a block of pipelined sweeps, and a second (below) multiplies the
-// rotations of each group of waves into a small orthogonal matrix, which is then applied
-// to R and Q by matrix products.
+// every rotation, and one more (below) applies them all to Q and R.
 //
 // Sweep s zeroes driver line s bottom-up; at wave t it rotates rows (i-1, i) with
 // i = B - t + 2 s, when tops[s] < i < bottoms[s].  C, S: nwaves x p, as strips.cu leaves
-// them (the slots of rotations that run; the others are never read here).
+// them (the slots of rotations that run; the others are never read here).  A row of Q
+// (over its columns) and a column of R (over its rows) take the same rotations: each is
+// a "vector" here, and its entries are the rows the sweeps name.
+//
+// Sweep order.  Within a group of waves, the rotations may be applied sweep by sweep
+// instead of wave by wave: a rotation of sweep s + 1 at wave t' and one of sweep s at a
+// later wave t > t' touch rows at least 3 apart, so they commute.  Sweep s over waves
+// t0 .. t1 - 1 is a chain climbing the rows one a wave: a thread that owns a vector
+// holds the rows of K consecutive sweeps (2K rows) in registers, and per wave reads one
+// new row from shared memory, applies K rotations, and writes back the row that leaves
+// (Van Zee, van de Geijn and Quintana-Orti's wavefront).  Per rotation: four
+// multiplications, a quarter of a (c, s) load, and 2 / K shared memory accesses.
+//
+// Warps.  A thread block owns 32 vectors of the group's rows (a tile in shared memory,
+// one lane a vector) and one warp per K sweeps.  Warp b needs the rows that warp b - 1
+// leaves one wave earlier, so the warps run skewed: at phase j, warp b does waves
+// t0 + (j - b) APPLY_WAVES .. + APPLY_WAVES, with a block barrier between phases.
+// The (c, s) of a warp's phase are staged in its own shared memory (the identity where a
+// sweep does not rotate), fetched one phase ahead.
+//
+// Work items.  An item is one group and one tile (of 32 rows of Q or 32 columns of R),
+// taken in order from a ticket counter by persistent blocks.  An item waits for its
+// group's waves (the last strip's progress counter; none when the rotations are all done
+// before the launch) and for its tile's previous group (done[tile]), so a tile moves on
+// to the next group as soon as it can, while other tiles are still in the one before.
+// Every item's dependencies hold tickets taken earlier, by running blocks: no deadlock
+// whatever the number of blocks resident.
 
-// Multiply the rotations of wave group g into G[g] (w x w, row-major), starting from I.
-// grid = (groups g0 .., ceil(w / 32)), 512 threads: a block owns 32 columns of G[g], one lane
-// per column, and a warp takes a rotation of a wave (their row pairs are disjoint, so
-// four go out together).  The columns stay in shared memory (w x 32 values) when
-// in_smem, else they are updated in G, which must then hold I.  The rotations come in
-// chunks of `chunk` waves, copied into shared memory by all threads at once (behind the
-// columns, if those are there): a wave's (c, s) loaded from device memory as the
-// rotations needed them cost one round trip to L2 each time, 1.2 ms a group of 256
-// waves of 200 rotations (H100).
-#define ACC_NT 512
-template <typename T>
-__device__ void accumulate_groups(T* G, int w, const T* C, const T* S, int p,
-                                  const int* tops, const int* bottoms, int B, int nwaves,
-                                  int waves_per_group, const int* lo, int in_smem, int g0,
-                                  int chunk)
+#define APPLY_WAVES 16   // waves per phase: a multiple of 2 K, so that the register window
+                         // is back in place at every phase
+#define APPLY_LD 33      // the tile's row pitch: a row of Q read along its columns, one
+                         // lane a value, lands in 32 different banks
+
+template <typename T, int K>
+__device__ void apply_sweeps(T* Q, long long q_vec, long long q_elem, int nq,
+                             T* R, long long r_vec, long long r_elem, int a0, int a1,
+                             int dense_from, const T* C, const T* S, int p, const int* tops,
+                             const int* bottoms, int B, int nwaves, int nbw, const int* lo,
+                             const int* hi, int ngroups, int tile_rows, const int* progress,
+                             int* ticket, int* done)
 {
-    constexpr int U = 4;
+    constexpr int W2 = 2 * K, D = APPLY_WAVES, NQ = (D * K + 31) / 32;
+    static_assert(D % W2 == 0, "a phase must bring the window back in place");
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    const int g = g0 + blockIdx.x, c0 = blockIdx.y * 32, lane = threadIdx.x & 31;
-    const int warp = threadIdx.x >> 5, nw = ACC_NT / 32, col = c0 + lane;
-    T* Gg = G + (size_t)g * w * w;
-    T* X = in_smem ? reinterpret_cast<T*>(smem_raw) : Gg + c0;   // the block's columns
-    T* cs = reinterpret_cast<T*>(smem_raw) + (in_smem ? (size_t)w * 32 : 0);  // chunk x p x 2
-    // the sweeps' row ranges, behind the chunk: read for every rotation of every wave,
-    // so from shared memory rather than through L1 (adding 200 columns at the front of a
-    // 12000 x 3000 factorization: 13.5 -> 12.7 ms, H100, float32)
-    int* top = reinterpret_cast<int*>(cs + (size_t)chunk * p * 2);
-    int* bottom = top + p;
-    for (int s = threadIdx.x; s < p; s += ACC_NT) {
-        top[s] = tops[s];
-        bottom[s] = bottoms[s];
-    }
-    const size_t ld = in_smem ? 32 : w;
-    const bool mine = col < w;
-    if (in_smem)
-        for (int r = warp; r < w; r += nw) X[r * 32 + lane] = r == col ? T(1) : T(0);
-    const int t0 = g * waves_per_group, t1 = min(nwaves, t0 + waves_per_group), l0 = lo[g];
-    for (int tc = t0; tc < t1; tc += chunk) {
-        const int nt = min(chunk, t1 - tc);
-        __syncthreads();                              // the chunk before is done with cs
-        for (int e = threadIdx.x; e < nt * p; e += ACC_NT) {   // (written by another
-            cs[2 * e] = __ldcg(C + (size_t)tc * p + e);           // kernel, perhaps still
-            cs[2 * e + 1] = __ldcg(S + (size_t)tc * p + e);       // running: through L2)
+    T* X = reinterpret_cast<T*>(smem_raw);                         // tile_rows x APPLY_LD
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarp = blockDim.x >> 5;
+    T* cs = X + ((size_t)tile_rows * APPLY_LD + 3) / 4 * 4 + (size_t)warp * D * K * 2;
+    __shared__ int item_s;
+    const int nq_tiles = (nq + 31) / 32, nr_tiles = a1 > a0 ? (a1 - a0 + 31) / 32 : 0;
+    const int ntiles = nq_tiles + nr_tiles;
+    for (;;) {
+        __syncthreads();                                 // the last item's tile is out
+        if (threadIdx.x == 0) item_s = atomicAdd(ticket, 1);
+        __syncthreads();
+        const int item = item_s;
+        if (item >= ngroups * ntiles) return;
+        const int g = item / ntiles, tile = item - g * ntiles;
+        const int glo = lo[g], ghi = hi[g], t0 = g * nbw, t1 = min(nwaves, t0 + nbw);
+        const bool on_q = tile < nq_tiles;
+        T* base = on_q ? Q : R;
+        const long long vs = on_q ? q_vec : r_vec, es = on_q ? q_elem : r_elem;
+        // the tile's vectors v0 .. v0 + 31, of which vlo .. vhi - 1 exist (rows of R
+        // below lo are zero left of column lo - p, unless carried columns come first)
+        const int v0 = on_q ? tile * 32 : a0 + (tile - nq_tiles) * 32;
+        const int vlo = on_q ? 0 : max(a0, min(glo - p, dense_from)), vhi = on_q ? nq : a1;
+        const int h = ghi - glo;
+        const bool work = h > 0 && v0 + 32 > vlo && v0 < vhi;
+        if (threadIdx.x == 0) {
+            if (work && progress != nullptr)             // the group's waves are out
+                while (*(volatile const int*)progress < t1) __nanosleep(256);
+            while (*(volatile const int*)(done + tile) < g) __nanosleep(128);
+            __threadfence();
         }
         __syncthreads();
-        for (int t = tc; t < tc + nt; ++t) {
-            const T* csw = cs + 2 * (size_t)(t - tc) * p;
-            for (int s0 = warp; s0 < p; s0 += nw * U) {
-                T xa[U], xb[U], c[U], sn[U];
-                bool on[U];
-#pragma unroll
-                for (int u = 0; u < U; ++u) {
-                    const int s = s0 + u * nw, i = B - t + 2 * s;
-                    on[u] = s < p && i > top[s] && i < bottom[s];
-                    if (on[u]) {
-                        c[u] = csw[2 * s];
-                        sn[u] = csw[2 * s + 1];
-                        if (mine) {
-                            xa[u] = X[(i - 1 - l0) * ld + lane];
-                            xb[u] = X[(i - l0) * ld + lane];
-                        }
-                    }
-                }
-#pragma unroll
-                for (int u = 0; u < U; ++u) {
-                    const int i = B - t + 2 * (s0 + u * nw);
-                    if (on[u] && mine) {
-                        X[(i - 1 - l0) * ld + lane] = c[u] * xa[u] + sn[u] * xb[u];
-                        X[(i - l0) * ld + lane] = c[u] * xb[u] - sn[u] * xa[u];
-                    }
+        if (work) {
+            // the tile into shared memory, along whichever index is contiguous
+            if (vs == 1) {
+                const int v = v0 + lane;
+                const bool ok = v >= vlo && v < vhi;
+                for (int e = warp; e < h; e += nwarp)
+                    X[e * APPLY_LD + lane] = ok ? __ldcg(base + (glo + e) * es + v) : T(0);
+            } else {
+                for (int u = warp; u < 32; u += nwarp) {
+                    const int v = v0 + u;
+                    const bool ok = v >= vlo && v < vhi;
+                    for (int e = lane; e < h; e += 32)
+                        X[e * APPLY_LD + u] = ok ? __ldcg(base + v * vs + (glo + e) * es) : T(0);
                 }
             }
             __syncthreads();
+            // a row of the tile; rows outside the group's are only ever rotated by the
+            // identity, so they read as zero and are not written
+            auto load = [&](int r) {
+                return r >= glo && r < ghi ? X[(r - glo) * APPLY_LD + lane] : T(0);
+            };
+            auto store = [&](int r, T v) {
+                if (r >= glo && r < ghi) X[(r - glo) * APPLY_LD + lane] = v;
+            };
+            const int nph = (t1 - t0 + D - 1) / D;
+            for (int sc = 0; sc < p; sc += K * nwarp) {           // K * nwarp sweeps at a time
+                const int nact = min(nwarp, (p - sc + K - 1) / K);
+                const int s0 = sc + warp * K, my_s = s0 + lane % K;
+                const int my_top = my_s < p ? tops[my_s] : 0x7fffffff;
+                const int my_bottom = my_s < p ? bottoms[my_s] : 0;
+                T pc[NQ], ps[NQ], x[W2];
+                auto fetch = [&](int jp) {                        // (c, s) of phase jp
+#pragma unroll
+                    for (int q = 0; q < NQ; ++q) {
+                        const int e = lane + 32 * q, t = t0 + jp * D + e / K;
+                        const int i = B - t + 2 * my_s;
+                        const bool on = e < D * K && t < t1 && i > my_top && i < my_bottom;
+                        pc[q] = on ? __ldcg(C + (size_t)t * p + my_s) : T(1);
+                        ps[q] = on ? __ldcg(S + (size_t)t * p + my_s) : T(0);
+                    }
+                };
+                if (warp < nact) fetch(0);
+                for (int ph = 0; ph < nph + nact - 1; ++ph) {
+                    const int jp = ph - warp;
+                    if (warp < nact && jp >= 0 && jp < nph) {
+#pragma unroll
+                        for (int q = 0; q < NQ; ++q) {
+                            const int e = lane + 32 * q;
+                            if (e < D * K) {
+                                cs[2 * e] = pc[q];
+                                cs[2 * e + 1] = ps[q];
+                            }
+                        }
+                        __syncwarp();
+                        if (jp + 1 < nph) fetch(jp + 1);
+                        // x[(m - u) mod 2K] holds row top0 - u + m at wave u of the phase
+                        const int top0 = B - (t0 + jp * D) + 2 * s0 - 1;
+                        if (jp == 0)
+#pragma unroll
+                            for (int m = 1; m < W2; ++m) x[m] = load(top0 + m);
+#pragma unroll
+                        for (int u = 0; u < D; ++u) {
+                            x[(W2 - u % W2) % W2] = load(top0 - u);
+#pragma unroll
+                            for (int j = 0; j < K; j += 2) {
+                                T w[4];
+                                if constexpr (K == 1) {
+                                    lds2(cs + 2 * u, w);
+                                } else {
+                                    lds4(cs + 2 * (u * K + j), w);
+                                }
+#pragma unroll
+                                for (int jj = 0; jj < 2 && j + jj < K; ++jj) {
+                                    const int ia = (2 * (j + jj) - u % W2 + W2) % W2;
+                                    const int ib = (ia + 1) % W2;
+                                    const T c = w[2 * jj], s = w[2 * jj + 1];
+                                    const T a = x[ia], b = x[ib];
+                                    x[ia] = c * a + s * b;
+                                    x[ib] = c * b - s * a;
+                                }
+                            }
+                            store(top0 - u + W2 - 1, x[(W2 - 1 - u % W2 + W2) % W2]);
+                        }
+                        __syncwarp();                             // cs read out
+                        if (jp == nph - 1)
+#pragma unroll
+                            for (int m = 1; m < W2; ++m) store(top0 - D + m, x[m]);
+                    }
+                    __syncthreads();
+                }
+            }
+            // and back
+            if (vs == 1) {
+                const int v = v0 + lane;
+                if (v >= vlo && v < vhi)
+                    for (int e = warp; e < h; e += nwarp)
+                        base[(glo + e) * es + v] = X[e * APPLY_LD + lane];
+            } else {
+                for (int u = warp; u < 32; u += nwarp) {
+                    const int v = v0 + u;
+                    if (v >= vlo && v < vhi)
+                        for (int e = lane; e < h; e += 32)
+                            base[v * vs + (glo + e) * es] = X[e * APPLY_LD + u];
+                }
+            }
+            __threadfence();                                      // before the count
         }
+        __syncthreads();
+        if (threadIdx.x == 0) atomicExch(done + tile, g + 1);
     }
-    if (in_smem && mine)
-        for (int r = warp; r < w; r += nw) Gg[(size_t)r * w + col] = X[r * 32 + lane];
 }
+
+// apply_sweeps_{f32,f64}_k{1,2,4,8}: K sweeps per warp
+#define APPLY_KERNEL(T, NAME, K)                                                          \
+    extern "C" __global__ void __launch_bounds__(512, 2)                                  \
+    NAME(T* Q, long long q_vec, long long q_elem, int nq, T* R, long long r_vec,          \
+         long long r_elem, int a0, int a1, int dense_from, const T* C, const T* S, int p, \
+         const int* tops, const int* bottoms, int B, int nwaves, int nbw, const int* lo,  \
+         const int* hi, int ngroups, int tile_rows, const int* progress, int* ticket,     \
+         int* done)                                                                       \
+    { apply_sweeps<T, K>(Q, q_vec, q_elem, nq, R, r_vec, r_elem, a0, a1, dense_from, C, S, \
+                         p, tops, bottoms, B, nwaves, nbw, lo, hi, ngroups, tile_rows,    \
+                         progress, ticket, done); }
+APPLY_KERNEL(float, apply_sweeps_f32_k1, 1)
+APPLY_KERNEL(float, apply_sweeps_f32_k2, 2)
+APPLY_KERNEL(float, apply_sweeps_f32_k4, 4)
+APPLY_KERNEL(float, apply_sweeps_f32_k8, 8)
+APPLY_KERNEL(double, apply_sweeps_f64_k1, 1)
+APPLY_KERNEL(double, apply_sweeps_f64_k2, 2)
+APPLY_KERNEL(double, apply_sweeps_f64_k4, 4)
+APPLY_KERNEL(double, apply_sweeps_f64_k8, 8)
 
 // Wait until *progress >= need (the rotation kernel, running on another stream, counts
 // its finished waves there), so that the kernels queued after this one may read them.
@@ -98,19 +221,4 @@ extern "C" __global__ void wait_for_waves(const int* progress, int need)
         while (*(volatile const int*)progress < need) __nanosleep(256);
         __threadfence();
     }
-}
-
-extern "C" {
-__global__ void __launch_bounds__(ACC_NT)
-accumulate_groups_f32(float* G, int w, const float* C, const float* S, int p,
-                      const int* tops, const int* bottoms, int B, int nwaves, int wpg,
-                      const int* lo, int in_smem, int g0, int chunk)
-{ accumulate_groups<float>(G, w, C, S, p, tops, bottoms, B, nwaves, wpg, lo, in_smem, g0,
-                           chunk); }
-__global__ void __launch_bounds__(ACC_NT)
-accumulate_groups_f64(double* G, int w, const double* C, const double* S, int p,
-                      const int* tops, const int* bottoms, int B, int nwaves, int wpg,
-                      const int* lo, int in_smem, int g0, int chunk)
-{ accumulate_groups<double>(G, w, C, S, p, tops, bottoms, B, nwaves, wpg, lo, in_smem, g0,
-                            chunk); }
 }
