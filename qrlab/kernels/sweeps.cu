@@ -21,11 +21,13 @@
 // multiplications, a quarter of a (c, s) load, and 2 / K shared memory accesses.
 //
 // Warps.  A thread block owns 32 vectors of the group's rows (a tile in shared memory,
-// one lane a vector) and one warp per K sweeps.  Warp b needs the rows that warp b - 1
-// leaves one wave earlier, so the warps run skewed: at phase j, warp b does waves
-// t0 + (j - b) APPLY_WAVES .. + APPLY_WAVES, with a block barrier between phases.
-// The (c, s) of a warp's phase are staged in its own shared memory (the identity where a
-// sweep does not rotate), fetched one phase ahead.
+// one lane a vector) and one warp per K sweeps.  Warp b reads at wave t the row that warp
+// b - 1 leaves at wave t - 1, so warp b waits until warp b - 1 has counted those waves
+// done (in shared memory, every APPLY_STEP waves): the warps run a few waves apart, and
+// the block starts its last warp about APPLY_STEP p / K waves after its first.  (A block
+// barrier every APPLY_WAVES waves instead, the warps one phase apart, made that 2 p.)
+// The (c, s) of a warp's next APPLY_WAVES waves are staged in its own shared memory (the
+// identity where a sweep does not rotate), fetched while the waves before run.
 //
 // Work items.  An item is one group and one tile (of 32 rows of Q or 32 columns of R),
 // taken in order from a ticket counter by persistent blocks.  An item waits for its
@@ -35,8 +37,9 @@
 // Every item's dependencies hold tickets taken earlier, by running blocks: no deadlock
 // whatever the number of blocks resident.
 
-#define APPLY_WAVES 16   // waves per phase: a multiple of 2 K, so that the register window
-                         // is back in place at every phase
+#define APPLY_WAVES 16   // waves per stage of (c, s): a multiple of 2 K, so that the
+                         // register window is back in place at every stage
+#define APPLY_STEP 4     // waves between a warp's counts of waves done (and its waits)
 #define APPLY_LD 33      // the tile's row pitch: a row of Q read along its columns, one
                          // lane a value, lands in 32 different banks
 
@@ -54,7 +57,7 @@ __device__ void apply_sweeps(T* Q, long long q_vec, long long q_elem, int nq,
     T* X = reinterpret_cast<T*>(smem_raw);                         // tile_rows x APPLY_LD
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarp = blockDim.x >> 5;
     T* cs = X + ((size_t)tile_rows * APPLY_LD + 3) / 4 * 4 + (size_t)warp * D * K * 2;
-    __shared__ int item_s;
+    __shared__ int item_s, done_s[32];              // the item; each warp's waves done
     const int nq_tiles = (nq + 31) / 32, nr_tiles = a1 > a0 ? (a1 - a0 + 31) / 32 : 0;
     const int ntiles = nq_tiles + nr_tiles;
     for (;;) {
@@ -108,24 +111,25 @@ __device__ void apply_sweeps(T* Q, long long q_vec, long long q_elem, int nq,
             const int nph = (t1 - t0 + D - 1) / D;
             for (int sc = 0; sc < p; sc += K * nwarp) {           // K * nwarp sweeps at a time
                 const int nact = min(nwarp, (p - sc + K - 1) / K);
-                const int s0 = sc + warp * K, my_s = s0 + lane % K;
-                const int my_top = my_s < p ? tops[my_s] : 0x7fffffff;
-                const int my_bottom = my_s < p ? bottoms[my_s] : 0;
-                T pc[NQ], ps[NQ], x[W2];
-                auto fetch = [&](int jp) {                        // (c, s) of phase jp
+                if (lane == 0) done_s[warp] = t0;
+                __syncthreads();
+                if (warp < nact) {
+                    const int s0 = sc + warp * K, my_s = s0 + lane % K;
+                    const int my_top = my_s < p ? tops[my_s] : 0x7fffffff;
+                    const int my_bottom = my_s < p ? bottoms[my_s] : 0;
+                    T pc[NQ], ps[NQ], x[W2];
+                    auto fetch = [&](int jp) {                    // (c, s) of waves jp D ..
 #pragma unroll
-                    for (int q = 0; q < NQ; ++q) {
-                        const int e = lane + 32 * q, t = t0 + jp * D + e / K;
-                        const int i = B - t + 2 * my_s;
-                        const bool on = e < D * K && t < t1 && i > my_top && i < my_bottom;
-                        pc[q] = on ? __ldcg(C + (size_t)t * p + my_s) : T(1);
-                        ps[q] = on ? __ldcg(S + (size_t)t * p + my_s) : T(0);
-                    }
-                };
-                if (warp < nact) fetch(0);
-                for (int ph = 0; ph < nph + nact - 1; ++ph) {
-                    const int jp = ph - warp;
-                    if (warp < nact && jp >= 0 && jp < nph) {
+                        for (int q = 0; q < NQ; ++q) {
+                            const int e = lane + 32 * q, t = t0 + jp * D + e / K;
+                            const int i = B - t + 2 * my_s;
+                            const bool on = e < D * K && t < t1 && i > my_top && i < my_bottom;
+                            pc[q] = on ? __ldcg(C + (size_t)t * p + my_s) : T(1);
+                            ps[q] = on ? __ldcg(S + (size_t)t * p + my_s) : T(0);
+                        }
+                    };
+                    fetch(0);
+                    for (int jp = 0; jp < nph; ++jp) {
 #pragma unroll
                         for (int q = 0; q < NQ; ++q) {
                             const int e = lane + 32 * q;
@@ -136,13 +140,20 @@ __device__ void apply_sweeps(T* Q, long long q_vec, long long q_elem, int nq,
                         }
                         __syncwarp();
                         if (jp + 1 < nph) fetch(jp + 1);
-                        // x[(m - u) mod 2K] holds row top0 - u + m at wave u of the phase
-                        const int top0 = B - (t0 + jp * D) + 2 * s0 - 1;
-                        if (jp == 0)
+                        // x[(m - u) mod 2K] holds row top0 - u + m at wave u of these D
+                        const int tb = t0 + jp * D, top0 = B - tb + 2 * s0 - 1;
+                        if (jp == 0)               // rows no other warp touches before
 #pragma unroll
                             for (int m = 1; m < W2; ++m) x[m] = load(top0 + m);
 #pragma unroll
                         for (int u = 0; u < D; ++u) {
+                            if (u % APPLY_STEP == 0 && warp > 0) {
+                                // waves tb + u .. + APPLY_STEP - 1 read the rows that the
+                                // warp before leaves one wave earlier
+                                const int need = tb + u + APPLY_STEP;
+                                while (*(volatile int*)(done_s + warp - 1) < need) {}
+                                __threadfence_block();
+                            }
                             x[(W2 - u % W2) % W2] = load(top0 - u);
 #pragma unroll
                             for (int j = 0; j < K; j += 2) {
@@ -163,14 +174,21 @@ __device__ void apply_sweeps(T* Q, long long q_vec, long long q_elem, int nq,
                                 }
                             }
                             store(top0 - u + W2 - 1, x[(W2 - 1 - u % W2 + W2) % W2]);
+                            if (u % APPLY_STEP == APPLY_STEP - 1) {
+                                __syncwarp();              // every lane's rows, then the count
+                                if (lane == 0) {
+                                    __threadfence_block();
+                                    *(volatile int*)(done_s + warp) = tb + u + 1;
+                                }
+                            }
                         }
                         __syncwarp();                             // cs read out
                         if (jp == nph - 1)
 #pragma unroll
                             for (int m = 1; m < W2; ++m) store(top0 - D + m, x[m]);
                     }
-                    __syncthreads();
                 }
+                __syncthreads();
             }
             // and back
             if (vs == 1) {
