@@ -356,15 +356,16 @@ def wave_groups(op: Sweeps, nbw: int):
 
 def apply_waves(p, size):
     """Waves per group of the sweeps' apply kernel for ``p`` sweeps of ``size``-byte
-    values: 256, or as many fewer (a multiple of 16) as fit its shared memory (a group's
-    rows, about ``waves + 2 p``, are one tile).  Removing 20 or 100 rows of a 12000 x
-    6000 or 12000 x 10000 factorization and adding 200 columns at the front of a
-    12000 x 3000 one took the same or less with 256 than with 400 to 1024 waves (H100,
-    float32): the groups follow the rotation kernel closely, and a tile of fewer rows
-    lets two blocks share an SM."""
-    k = _apply_sweeps_per_warp(p)
+    values: 256 for float32 and 128 for float64, or as many fewer (a multiple of 16) as
+    fit its shared memory (a group's rows, about ``waves + 2 p``, are one tile).  Removing
+    20 or 100 rows of a 12000 x 6000 or 12000 x 10000 factorization and adding 200
+    columns at the front of a 12000 x 3000 one took the same or less with 256 than with
+    400 to 1024 waves in float32 (H100): the groups follow the rotation kernel closely,
+    and a tile of fewer rows lets two blocks share an SM.  In float64 that takes 128:
+    removing 100 rows of 12000 x 6000, 13.4 ms with 256 and 11.4 with 128."""
+    k = _apply_sweeps_per_warp(p, size)
     nwarp = min(_APPLY_WARPS, -(-p // k))
-    nbw = 256
+    nbw = 256 if size == 4 else 128
     while nbw > 16 and _apply_smem(nbw + 2 * p, nwarp, k, size) > _SMEM_LIMIT:
         nbw -= 16
     return nbw
@@ -375,11 +376,14 @@ def apply_waves(p, size):
 _APPLY_WARPS = 16
 
 
-def _apply_sweeps_per_warp(p):
-    """Sweeps per warp of the apply kernel (its K: 1, 2, 4 or 8): more make fewer
-    shared memory accesses per rotation and fewer warps to fill the pipeline with, but
-    the last warp's spare sweeps are wasted work."""
-    return 8 if p > 64 else 4 if p > 8 else 2 if p > 2 else 1
+def _apply_sweeps_per_warp(p, size):
+    """Sweeps per warp of the apply kernel (its K: 1, 2, 4 or 8) for ``p`` sweeps of
+    ``size``-byte values: more make fewer shared memory accesses per rotation and fewer
+    warps to fill the pipeline with, but the last warp's spare sweeps are wasted work, and
+    eight float64 rows and their (c, s) do not fit the registers (spilled, removing 100
+    rows of 12000 x 6000 took 11.5 ms against 11.4 with four)."""
+    k = 8 if p > 64 else 4 if p > 8 else 2 if p > 2 else 1
+    return min(k, 4) if size == 8 else k
 
 
 def _apply_smem(rows, nwarp, k, size):
@@ -798,7 +802,7 @@ class GpuExecutor(Executor):
         l0, l1 = op.lines
         p = l1 - l0
         dt = R.dtype
-        k_sweeps = _apply_sweeps_per_warp(p)
+        k_sweeps = _apply_sweeps_per_warp(p, dt.itemsize)
         nwarp = min(_APPLY_WARPS, -(-p // k_sweeps))
         nbw = self.wave_block or apply_waves(p, dt.itemsize)
         smem = _apply_smem(nbw + 2 * p, nwarp, k_sweeps, dt.itemsize)
