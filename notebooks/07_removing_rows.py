@@ -221,8 +221,9 @@ assert ratios == sorted(ratios) and ratios[-1] < 0.5
 # In flops the update is always cheaper here, and yet the papers measured it up to three
 # times *slower* than CULA's full QR (Table 10 below): their rotations ran one wave per
 # pair of kernel launches, each moving whole rows of $Q$ and $R$ through memory for at
-# most $p$ rotations.  qrlab groups the waves and applies them as matrix products
-# (notebook 03).
+# most $p$ rotations.  qrlab computes every rotation in one launch and applies them in one
+# more, group of waves by group of waves, each group's rows of $Q$ and $R$ read and
+# written once (notebook 03).
 #
 # ## Timing: update against recomputation, over $p$
 #
@@ -301,8 +302,8 @@ plt.show()
 #   rotated to $[D\ \ 0]$, and the same rotations give $R$ a band of $p$ subdiagonals,
 #   which falls away with the first $p$ rows.
 # * In the papers only Givens rotations will do, $p(m - 1) - p(p-1)/2$ of them, so how they
-#   are run decides the speed: one wave at a time (the papers) or in groups applied as
-#   matrix products (qrlab, notebook 03).
+#   are run decides the speed: one wave at a time (the papers) or in groups of waves, each
+#   group's rows read and written once (qrlab, notebook 03).
 # * But $R$ is zero below row $n$: qrlab reduces $Z$'s columns past $n$ by Householder
 #   first, which leaves sweeps of $n + p - 1$ waves instead of $m + p - 2$ (about half at
 #   the papers' $m = 12000$, $n = 6000$).
