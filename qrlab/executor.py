@@ -169,7 +169,8 @@ class Executor:
         # Phase 1: every rotation, computed on the driver lines alone.
         D = self.take_driver(op, Q, R)
         waves = [self._compute_wave(xp, D, wave) for wave in op.waves()]
-        q_rows = self.put_driver(op, Q, R, D)
+        self.put_driver(op, Q, R, D)
+        q_rows = self.driven_rows(op)
         # Phase 2: the same rotations on the rest of R and Q.
         a0, a1 = op.apply_cols
         a1 = R.shape[1] if a1 is None else a1
@@ -205,13 +206,12 @@ class Executor:
 
     @staticmethod
     def put_driver(op: Sweeps, Q, R, D):
-        """Write the reduced driver lines back; return :meth:`driven_rows`."""
+        """Write the reduced driver lines back."""
         l0, l1 = op.lines
         if op.driver == "R":
             R[:, l0:l1] = D
         else:
             Q[l0:l1, :] = D.conj().T
-        return Executor.driven_rows(op)
 
     @staticmethod
     def _compute_wave(xp, D, wave):

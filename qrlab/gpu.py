@@ -536,7 +536,7 @@ class GpuExecutor(Executor):
             # a panel of rows of Q (removing rows): found now, since the sweeps after it
             # start from those rows; its reflectors on the other rows of Q and on R (two
             # GEMMs over the columns past n, the larger part of the work) are left to
-            # flush, which sweeps calls on the stream of its products
+            # flush, which sweeps calls on the stream of its apply kernel
             return self._defer(self._reflect_by_q(op, Q, R, later=True), stales_driver=False)
         w, h = op.width, op.height
         (a0, a1), (b0, b1) = op.rows[0], (op.rows[1] if len(op.rows) == 2 else (0, 0))
@@ -897,18 +897,18 @@ class GpuExecutor(Executor):
         main = cp.cuda.get_current_stream()
         # what the operation before left for now (its reflectors on Q, and for a panel of
         # rows of Q on R) goes first; `pending` keeps its arrays, made on this stream,
-        # alive until this stream waits for the products
+        # alive until this stream waits for the apply kernel
         pending = self._deferred
         if launches == 1 and self.overlap_groups:
-            products = _side_stream()
-            products.wait_event(ready)
+            side = _side_stream()
+            side.wait_event(ready)
             last = passes[0][4][-1:]           # the last strip's count of waves done
-            with products:
+            with side:
                 self.flush()
                 # the rotation kernel resident before the blocks that wait on it
                 kernels().get_function("wait_for_waves")((1,), (32,), (last, np.int32(1)))
                 launch(last)
-            main.wait_event(products.record())
+            main.wait_event(side.record())
         else:                                  # after all the rotations
             self.flush()
             launch(None)

@@ -85,20 +85,23 @@ __device__ void apply_sweeps(T* Q, long long q_vec, long long q_elem, int nq,
         }
         __syncthreads();
         if (work) {
-            // the tile into shared memory, along whichever index is contiguous
-            if (vs == 1) {
-                const int v = v0 + lane;
-                const bool ok = v >= vlo && v < vhi;
-                for (int e = warp; e < h; e += nwarp)
-                    X[e * APPLY_LD + lane] = ok ? __ldcg(base + (glo + e) * es + v) : T(0);
-            } else {
-                for (int u = warp; u < 32; u += nwarp) {
-                    const int v = v0 + u;
-                    const bool ok = v >= vlo && v < vhi;
-                    for (int e = lane; e < h; e += 32)
-                        X[e * APPLY_LD + u] = ok ? __ldcg(base + v * vs + (glo + e) * es) : T(0);
+            // f(e, u, ok, at) for entry e of the tile's vector u (ok: it exists; at: its
+            // place in device memory), lanes along whichever index is contiguous there
+            auto each = [&](auto f) {
+                if (vs == 1) {
+                    for (int e = warp; e < h; e += nwarp)
+                        f(e, lane, v0 + lane >= vlo && v0 + lane < vhi,
+                          (glo + e) * es + v0 + lane);
+                } else {
+                    for (int u = warp; u < 32; u += nwarp)
+                        for (int e = lane; e < h; e += 32)
+                            f(e, u, v0 + u >= vlo && v0 + u < vhi,
+                              (long long)(v0 + u) * vs + (glo + e) * es);
                 }
-            }
+            };
+            each([&](int e, int u, bool ok, long long at) {         // the tile in
+                X[e * APPLY_LD + u] = ok ? __ldcg(base + at) : T(0);
+            });
             __syncthreads();
             // a row of the tile; rows outside the group's are only ever rotated by the
             // identity, so they read as zero and are not written
@@ -190,20 +193,9 @@ __device__ void apply_sweeps(T* Q, long long q_vec, long long q_elem, int nq,
                 }
                 __syncthreads();
             }
-            // and back
-            if (vs == 1) {
-                const int v = v0 + lane;
-                if (v >= vlo && v < vhi)
-                    for (int e = warp; e < h; e += nwarp)
-                        base[(glo + e) * es + v] = X[e * APPLY_LD + lane];
-            } else {
-                for (int u = warp; u < 32; u += nwarp) {
-                    const int v = v0 + u;
-                    if (v >= vlo && v < vhi)
-                        for (int e = lane; e < h; e += 32)
-                            base[v * vs + (glo + e) * es] = X[e * APPLY_LD + u];
-                }
-            }
+            each([&](int e, int u, bool ok, long long at) {         // and back
+                if (ok) base[at] = X[e * APPLY_LD + u];
+            });
             __threadfence();                                      // before the count
         }
         __syncthreads();
@@ -228,8 +220,7 @@ APPLY_KERNEL(float, apply_sweeps_f32_k4, 4)
 APPLY_KERNEL(float, apply_sweeps_f32_k8, 8)
 APPLY_KERNEL(double, apply_sweeps_f64_k1, 1)
 APPLY_KERNEL(double, apply_sweeps_f64_k2, 2)
-APPLY_KERNEL(double, apply_sweeps_f64_k4, 4)
-APPLY_KERNEL(double, apply_sweeps_f64_k8, 8)
+APPLY_KERNEL(double, apply_sweeps_f64_k4, 4)   // (float64 takes K <= 4: gpu.py)
 
 // Wait until *progress >= need (the rotation kernel, running on another stream, counts
 // its finished waves there), so that the kernels queued after this one may read them.
