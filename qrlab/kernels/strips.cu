@@ -30,6 +30,16 @@
 // Measured (H100, float32, 8 sweeps per warp): about 1.3 us per wave with p = 200 (the
 // last strip applies 200 rotations to its 32 columns per wave), 0.7 us with p = 20; a
 // single block doing all p^2 / 2 single-value rotations of a wave took 9.5 us at p = 200.
+// With 4 sweeps per warp, removing 100 rows of 12000 x 6000 (6099 waves): 5.8 ms, the
+// bound of the whole update (7.8 ms; the apply kernel beside it needs 4.7).  Nsight
+// Compute: about 170 instructions per warp and wave (for 16 multiplications), a warp
+// eligible half the cycles, the wave's barrier the largest stall (18% of samples), the
+// fence and copy every STRIP_CHUNK waves 7%.  A warp of earlier strips' sweeps needs only
+// (c, s) loads and its rotations, but compiled in one loop with the own sweeps' warps it
+// pays for both.  Two loops, one per kind of warp, made this launch 4-19% faster where
+// most warps are of earlier strips (p >= 80; float32 with 4 and 8 sweeps per warp, float64
+// with 4) but 8-14% slower with 2 sweeps per warp and in float64 with 8 (registers): not
+// adopted.  Shorter waves need fewer instructions in the own sweeps' warps.
 //
 // Q is 2, 4 or 8 (a template parameter): a wave costs the instructions of one warp's Q
 // sweeps, so fewer sweeps per warp and more warps make shorter waves, as long as one
