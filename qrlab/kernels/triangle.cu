@@ -66,7 +66,12 @@
 // block that factors it: 5 time stamps (ns; rows handed, loaded and published, tile
 // updated, factored, published).  Measured on an H100 (float), per panel on the
 // critical path of one chunk: 8.5 us for k = 1, 17.5 for k = 64, 47 for k = 500; the
-// whole update at n = 2500, k = 500 went from 3.85 ms (one chunk) to 2.19 (six).
+// whole update at n = 2500, k = 500 went from 3.85 ms (one chunk) to 2.19 (six).  At
+// n = 3000, k = 500 (000 Table 8) with four chunks of 125 rows, a panel step of the first
+// chunk takes 20.8 us: 5.2 loading (the tile, then V_B and L^T from L2), 5.2 updating the
+// tile, 13.8 factoring (four warps, a barrier per column); with sixteen chunks of 32 rows
+// the factor takes 9.5 us (one warp) but the blocks are busy with the four times as many
+// tile updates, each about 6 us of fixed cost, and a step waits 26 us for its block.
 // Launch with 512 threads, the dynamic shared memory of gpu._triangle_smem(kb), one
 // block per SM at most and all blocks resident (a cooperative launch): blocks wait for
 // each other.
