@@ -38,7 +38,7 @@
 // (c, s) loads and its rotations, but compiled in one loop with the own sweeps' warps it
 // pays for both.  Two loops, one per kind of warp, made this launch 4-19% faster where
 // most warps are of earlier strips (p >= 80; float32 with 4 and 8 sweeps per warp, float64
-// with 4) but 8-14% slower with 2 sweeps per warp and in float64 with 8 (registers): not
+// with 4) but 7-14% slower with 2 sweeps per warp and in float64 with 8 (registers): not
 // adopted.  Shorter waves need fewer instructions in the own sweeps' warps.
 //
 // Q is 2, 4 or 8 (a template parameter): a wave costs the instructions of one warp's Q
