@@ -34,7 +34,7 @@ True
 """
 from __future__ import annotations
 
-from .backend import array_module
+from .backend import array_module, working_copy
 from .givens import givens, rotate_rows
 from .householder import apply_wy_left, apply_wy_right, panel_qr, wy_factor
 from .stages import AddProduct, Plan, Reflect, Sweeps, default_block
@@ -84,6 +84,11 @@ class Executor:
             else:                                   # pragma: no cover - plan bug
                 raise TypeError(f"unknown operation {op!r}")
         return Q, R
+
+    def working_copies(self, Q, R, first=(0, 0)):
+        """New row-major copies of ``Q`` (its rows ``first = (k, p)`` on top) and ``R``
+        for a plan to work on in place (:func:`qrlab.backend.working_copy`)."""
+        return working_copy(Q, first=first), working_copy(R)
 
     # -- Householder panels ---------------------------------------------------------
     def reflect(self, op: Reflect, Q, R):

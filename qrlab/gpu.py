@@ -259,13 +259,15 @@ def back_solve(R, y):
 _COPY_KERNELS = {("f", 4): "f32", ("f", 8): "f64", ("c", 8): "b8", ("c", 16): "b16"}
 
 
-def copy_rows(A, first=(0, 0), upper=False, scale=None):
+def copy_rows(A, first=(0, 0), upper=False, scale=None, out=None, rows=None):
     """A new row-major copy of the 2-D ``A`` (any strides) in one launch of ``copy_rows``
     (``kernels/copy.cu``, tiles through shared memory: 2.7 TB/s read and written on an
     H100, where CuPy's copy of a column-major array runs at 1): rows ``k .. k + p`` first
     for ``first = (k, p)``, each row ``i`` times ``scale[i]`` (real ``A``), zero below the
-    diagonal with ``upper``; see :func:`qrlab.backend.working_copy`.  Returns None for what
-    the kernel does not take (other dtypes, strides that are not whole elements)."""
+    diagonal with ``upper``; see :func:`qrlab.backend.working_copy`.  With ``out`` (a
+    C-contiguous array of A's shape and dtype) and ``rows = (r0, r1)``, only rows
+    ``r0 .. r1`` of the copy, written into ``out``.  Returns None for what the kernel does
+    not take (other dtypes, strides that are not whole elements)."""
     import cupy as cp
     m, n = A.shape
     item = A.dtype.itemsize
@@ -273,16 +275,17 @@ def copy_rows(A, first=(0, 0), upper=False, scale=None):
     if (name is None or any(s % item for s in A.strides)
             or (scale is not None and A.dtype.kind != "f")):
         return None
-    out = cp.empty((m, n), dtype=A.dtype)
-    if out.size:
+    out = cp.empty((m, n), dtype=A.dtype) if out is None else out
+    r0, r1 = (0, m) if rows is None else rows
+    if n and r1 > r0:
         k, p = first
         if scale is not None:
             scale = cp.ascontiguousarray(scale, dtype=A.dtype)
         kernels().get_function("copy_rows_" + name)(
-            (-(-n // 32), -(-m // 32)), (32, 8),
+            (-(-n // 32), -(-(r1 - r0) // 32)), (32, 8),
             (A, np.int64(A.strides[0] // item), np.int64(A.strides[1] // item), out,
-             np.int32(m), np.int32(n), np.int32(k), np.int32(p),
-             np.uint64(0) if scale is None else scale, np.int32(bool(upper))))
+             np.int32(r1), np.int32(n), np.int32(k), np.int32(p),
+             np.uint64(0) if scale is None else scale, np.int32(bool(upper)), np.int32(r0)))
     return out
 
 
@@ -392,6 +395,28 @@ def _apply_smem(rows, nwarp, k, size):
     return (-(-rows * 33 // 4) * 4 + nwarp * 16 * k * 2) * size
 
 
+@functools.lru_cache(maxsize=64)
+def _sweep_schedule(op: Sweeps, nbw, device):
+    """What :meth:`GpuExecutor.sweeps` needs of ``op``'s schedule in groups of ``nbw``
+    waves, made once per operation of a plan (and device), not on every update: on the
+    host ``B``, the number of waves, each group's rows ``lo`` and ``hi`` (:func:`wave_groups`,
+    an empty group's set to 0, 0: no work) and each sweep's first and last wave
+    (:func:`sweep_waves`); on the device the int32 arrays ``tops``, ``bottoms``, ``lo``,
+    ``hi``.  (Removing 20 rows of 12000 x 6000 spent a quarter of its host time, which
+    the GPU waits for, making them.)"""
+    import cupy as cp
+    del device                                   # (part of the cache key)
+    B, nwaves, lo_g, hi_g = wave_groups(op, nbw)
+    empty = hi_g < 0
+    lo_g[empty], hi_g[empty] = 0, 0
+    p, ng = len(op.tops), len(lo_g)
+    ints = cp.asarray(np.concatenate([op.tops, op.bottoms, lo_g, hi_g]).astype(np.int32))
+    cp.cuda.get_current_stream().synchronize()   # (once) before any other stream reads them
+    _, t_first, t_last = sweep_waves(op)
+    return (B, nwaves, lo_g, hi_g, t_first, t_last,
+            (ints[:p], ints[p:2 * p], ints[2 * p:-ng], ints[-ng:]))
+
+
 def wave_rows(op: Sweeps):
     """The schedule of ``op`` wave by wave: :func:`wave_groups` with groups of one."""
     return wave_groups(op, 1)
@@ -466,6 +491,9 @@ class GpuExecutor(Executor):
     #: apply the rotations beside the rotation kernel, on another stream, when it is one
     #: launch (else after it)
     overlap_groups = True
+    #: make the working copies of removing rows beside the rotation kernel
+    #: (:meth:`working_copies`)
+    copies_behind = True
 
     def panel_width(self, p, dtype):
         """Columns per Householder panel for a block of ``p``: the widest of 32, 16, 8 whose
@@ -524,6 +552,26 @@ class GpuExecutor(Executor):
         else None (a wide matrix, whose last panels are cut short)."""
         return plan.derived(_triangle_band) if self._launches_triangle(Q, R) else None
 
+    def working_copies(self, Q, R, first=(0, 0)):
+        """As the reference executor's, but with :attr:`copies_behind` only Q's first
+        rows (those to remove, which drive the first operations) are copied now; the
+        rest of Q and all of R are left to :meth:`flush`, which :meth:`sweeps` runs on
+        its apply kernel's stream once the rotation kernel is launched.  So the rotation
+        kernel, which needs only those rows, no longer waits for 1 to 2 GB of copies:
+        removing 100 rows of 12000 x 6000 in float32, it started 1.7 ms into the update
+        (H100), the copies taking 0.93 of them."""
+        k, p = first
+        if self.copies_behind and p:
+            Q_w, R_w = copy_rows(Q, first, rows=(0, p)), copy_rows(R, rows=(0, 0))
+            if Q_w is not None and R_w is not None:
+                def rest():
+                    copy_rows(Q, first, out=Q_w, rows=(p, Q.shape[0]))
+                    copy_rows(R, out=R_w)
+                self.flush()
+                self._defer(rest, stales_driver=False)
+                return Q_w, R_w
+        return super().working_copies(Q, R, first)
+
     # -- Householder panels: one fused launch each ------------------------------------
     def reflect(self, op: Reflect, Q, R):
         """Factor the panel and apply it to the trailing columns of R in one launch
@@ -531,13 +579,19 @@ class GpuExecutor(Executor):
         to :meth:`flush`: the next operation's first kernels need only R (the rotations
         of :meth:`sweeps` run beside those GEMMs; adding 200 columns at the front of a
         12000 x 3000 factorization spends 2.2 ms of its first stage on them)."""
-        self.flush()
         if op.driver == "Q":
             # a panel of rows of Q (removing rows): found now, since the sweeps after it
             # start from those rows; its reflectors on the other rows of Q and on R (two
             # GEMMs over the columns past n, the larger part of the work) are left to
-            # flush, which sweeps calls on the stream of its apply kernel
-            return self._defer(self._reflect_by_q(op, Q, R, later=True), stales_driver=False)
+            # flush, which sweeps calls on the stream of its apply kernel, after what
+            # was left before (the working copies) unless that changes the panel's rows
+            if self._deferred_stales_driver:
+                self.flush()
+            before, rest = self._deferred, self._reflect_by_q(op, Q, R, later=True)
+            self._deferred = None
+            return self._defer(rest if before is None else lambda: (before(), rest()),
+                               stales_driver=False)
+        self.flush()
         w, h = op.width, op.height
         (a0, a1), (b0, b1) = op.rows[0], (op.rows[1] if len(op.rows) == 2 else (0, 0))
         if (not self.fusable(R.dtype, h, w) or len(op.rows) > 2 or a1 - a0 < w
@@ -809,19 +863,15 @@ class GpuExecutor(Executor):
         if smem > _SMEM_LIMIT:                 # a group's rows do not fit shared memory
             self.flush()
             return super().sweeps(op, Q, R)
-        B, nwaves, lo_g, hi_g = wave_groups(op, nbw)
+        (B, nwaves, lo_g, hi_g, t_first, t_last,
+         (tops, bottoms, lo_dev, hi_dev)) = _sweep_schedule(op, nbw, cp.cuda.Device().id)
         if nwaves == 0:
             self.flush()
             return
         suffix = "f32" if dt.itemsize == 4 else "f64"
-        # all that the kernels read, made before `ready` (the apply kernel's stream waits
-        # for nothing after it): the sweeps' rows, the groups' rows, the ticket and the
-        # tiles' counts of groups done
-        empty = hi_g < 0
-        lo_g[empty], hi_g[empty] = 0, 0        # no rows: no work
+        # all else that the kernels read, made before `ready` (the apply kernel's stream
+        # waits for nothing after it): the ticket and the tiles' counts of groups done
         ng = len(lo_g)
-        ints = cp.asarray(np.concatenate([op.tops, op.bottoms, lo_g, hi_g]).astype(np.int32))
-        tops, bottoms, lo_dev, hi_dev = ints[:p], ints[p:2 * p], ints[2 * p:-ng], ints[-ng:]
         a0, a1 = op.apply_cols
         a1 = R.shape[1] if a1 is None else a1
         q_rows = self.driven_rows(op)
@@ -844,7 +894,6 @@ class GpuExecutor(Executor):
                              f"{q} per warp (q = 2, 4 or 8), not {per_launch}")
         fn = cooperative_kernels().get_function(f"sweep_strips_{suffix}_q{q}")
         fn.max_dynamic_shared_size_bytes = _strip_smem(dt.itemsize, q)
-        _, t_first, t_last = sweep_waves(op)
         passes = []                            # (s_lo, s_hi, t_begin, t_end, progress)
         for s_lo in range(0, p, per_launch):
             s_hi = min(p, s_lo + per_launch)

@@ -76,8 +76,7 @@ def panel_qr(P):
     a = h.T                                     # geqrf's column-major output, as (h, w)
     w = min(P.shape)
     V = xp.tril(a[:, :w], -1)
-    idx = xp.arange(w)
-    V[idx, idx] = 1
+    xp.fill_diagonal(V, 1)                      # (one strided fill, no index arrays)
     return V, tau, xp.triu(a[:w, :])
 
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import updates
-from .executor import METHODS
+from .executor import METHODS, Executor
 from .stages import AddProduct, Plan, Reflect, Sweeps, default_block
 
 __all__ = ["ZERO", "NONZERO", "ZEROED", "FILL", "SYMBOLS", "KINDS", "Frame",
@@ -179,6 +179,8 @@ class PatternExecutor:
         self._supports = []             # reflector supports of the last panel reduced
 
     # -- driver -------------------------------------------------------------------
+    working_copies = Executor.working_copies      # (masks are copied as values are)
+
     def run(self, plan: Plan, Q, R, operands=None):
         """Apply every operation of ``plan`` to the masks ``Q`` (or None) and ``R``."""
         self.records = []

@@ -238,8 +238,7 @@ def _delete_rows(Q, R, k, p, mode, executor, nc=0, rhs=None):
             extra[:, R.shape[1] - nc:] = Qy.conj().T @ rhs
         Q = xp.concatenate([Q, Qy], axis=1)
         R = xp.concatenate([R, extra], axis=0)
-    Q_w = working_copy(Q, first=(k, p))        # the rows to remove on top
-    R_w = working_copy(R)
+    Q_w, R_w = executor.working_copies(Q, R, first=(k, p))   # the rows to remove on top
     plan = stages.plan_delete_rows(Q.shape[1], R.shape[1] - nc, p, nc,
                                    householder=executor.method != "paper")
     executor.run(plan, Q_w, R_w)

@@ -11,7 +11,8 @@
 // k + p .. m - 1 (p = 0: as they are; removing rows k .. k + p moves them to the top),
 // each row i times scale[i] where scale is given (real types only), and zeros below the
 // diagonal where upper is set (those entries of A are not read).  A's element (i, j) is
-// at A[i sr + j sc].  Launch with (ceil(n / 32), ceil(m / 32)) blocks of 32 x 8 threads.
+// at A[i sr + j sc].  Only rows r0 .. m - 1 of out are written (a copy made in parts, on
+// two streams); launch with (ceil(n / 32), ceil((m - r0) / 32)) blocks of 32 x 8 threads.
 
 template <typename T>
 __device__ __forceinline__ T copy_scaled(T v, const T* scale, int i)
@@ -24,10 +25,11 @@ __device__ __forceinline__ int4 copy_scaled(int4 v, const int4*, int) { return v
 
 template <typename T>
 __device__ void copy_rows(const T* A, long sr, long sc, T* out, int m, int n, int k, int p,
-                          const T* scale, int upper)
+                          const T* scale, int upper, int r0)
 {
     __shared__ T tile[32][33];                       // (33: no bank conflicts down a column)
-    const int j0 = blockIdx.x * 32, i0 = blockIdx.y * 32, tx = threadIdx.x, ty = threadIdx.y;
+    const int j0 = blockIdx.x * 32, i0 = r0 + blockIdx.y * 32;
+    const int tx = threadIdx.x, ty = threadIdx.y;
     const bool by_col = sr < sc;                     // column-major source: lanes go down it
     if (upper && j0 + 31 < i0) {                     // a tile wholly below the diagonal
         for (int y = ty; y < 32; y += 8)
@@ -51,15 +53,15 @@ __device__ void copy_rows(const T* A, long sr, long sc, T* out, int m, int n, in
 
 extern "C" {
 __global__ void copy_rows_f32(const float* A, long sr, long sc, float* out, int m, int n,
-                              int k, int p, const float* scale, int upper)
-{ copy_rows<float>(A, sr, sc, out, m, n, k, p, scale, upper); }
+                              int k, int p, const float* scale, int upper, int r0)
+{ copy_rows<float>(A, sr, sc, out, m, n, k, p, scale, upper, r0); }
 __global__ void copy_rows_f64(const double* A, long sr, long sc, double* out, int m, int n,
-                              int k, int p, const double* scale, int upper)
-{ copy_rows<double>(A, sr, sc, out, m, n, k, p, scale, upper); }
+                              int k, int p, const double* scale, int upper, int r0)
+{ copy_rows<double>(A, sr, sc, out, m, n, k, p, scale, upper, r0); }
 __global__ void copy_rows_b8(const int2* A, long sr, long sc, int2* out, int m, int n, int k,
-                             int p, const int2* scale, int upper)
-{ copy_rows<int2>(A, sr, sc, out, m, n, k, p, nullptr, upper); }
+                             int p, const int2* scale, int upper, int r0)
+{ copy_rows<int2>(A, sr, sc, out, m, n, k, p, nullptr, upper, r0); }
 __global__ void copy_rows_b16(const int4* A, long sr, long sc, int4* out, int m, int n,
-                              int k, int p, const int4* scale, int upper)
-{ copy_rows<int4>(A, sr, sc, out, m, n, k, p, nullptr, upper); }
+                              int k, int p, const int4* scale, int upper, int r0)
+{ copy_rows<int4>(A, sr, sc, out, m, n, k, p, nullptr, upper, r0); }
 }
