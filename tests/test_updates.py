@@ -758,6 +758,39 @@ def test_cupy_sweep_strips(m, n, p, k, dtype, monkeypatch):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m,n,p,k,mode", [(400, 150, 20, 0, "full"), (400, 150, 20, 170, "full"),
+                                          (500, 300, 100, 400, "full"),
+                                          (400, 150, 30, 90, "thin"), (300, 300, 7, 293, "full")])
+def test_cupy_delete_rows_copies_behind(m, n, p, k, mode, dtype, monkeypatch):
+    """Removing rows with the working copies of Q (all but the rows removed) and R made
+    beside the rotation kernel, against them made first: the same bits, with the apply
+    beside the rotation kernel or after it; the factors those of the updated A, and the
+    caller's arrays untouched."""
+    import cupy as cp
+
+    from qrlab.gpu import GpuExecutor
+    rng = np.random.default_rng(m + n + p + k)
+    A = rng.standard_normal((m, n)).astype(dtype)
+    Q, R = (cp.asarray(x) for x in factor(A, mode))
+    before = [x.copy() for x in (Q, R)]
+    A1 = np.delete(A, np.s_[k:k + p], axis=0)
+    results = []
+    for behind, overlap in ((False, True), (True, True), (True, False)):
+        monkeypatch.setattr(GpuExecutor, "copies_behind", behind)
+        monkeypatch.setattr(GpuExecutor, "overlap_groups", overlap)
+        Qg, Rg = qr_delete(Q, R, k, p, "row")
+        check_factors(Qg.get(), Rg.get(), A1, mode)
+        results.append((Qg.get(), Rg.get()))
+    for Qr, Rr in results[1:]:
+        np.testing.assert_array_equal(Qr, results[0][0])
+        np.testing.assert_array_equal(Rr, results[0][1])
+    for x, y in zip((Q, R), before):
+        assert bool(cp.array_equal(x, y)), "the caller's arrays must stay as they were"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
 def test_cupy_strip_sweeps_per_warp_checked(monkeypatch):
     """Too few sweeps per warp for a launch's sweeps: a clear error, the inputs intact."""
     import cupy as cp
