@@ -94,15 +94,11 @@ class Executor:
     def reflect(self, op: Reflect, Q, R):
         if op.driver == "Q":
             return self._reflect_by_q(op, Q, R)
-        xp = array_module(R)
         rows = self.panel_rows(op, R)
         c0, c1 = op.cols
         panel = R[rows, c0:c1]
         V, T, Rp = self.factor_panel(panel)
-        # The panel becomes [Rp; 0] with the eliminated entries exactly zero.
-        new_panel = xp.zeros_like(panel)
-        new_panel[: Rp.shape[0]] = Rp
-        R[rows, c0:c1] = new_panel
+        R[rows, c0:c1] = self._reduced(panel, Rp)
         c2 = c1 if op.zero_to is None else max(c1, op.zero_to)
         if c2 < R.shape[1]:
             R[rows, c2:] = apply_wy_left(V, T, R[rows, c2:])
@@ -115,14 +111,11 @@ class Executor:
         rest, the reflectors on the other rows of Q and on ``R[rows, zero_to:]``, is
         done now, or returned as a callable with ``later`` (the GPU executor runs it
         beside the sweeps that start from the panel's rows)."""
-        xp = array_module(Q)
         rows = self.panel_rows(op, Q)
         c0, c1 = op.cols
         panel = Q[c0:c1, rows].conj().T
         V, tau, Rp = panel_qr(panel)
-        new_panel = xp.zeros_like(panel)
-        new_panel[: Rp.shape[0]] = Rp
-        Q[c0:c1, rows] = new_panel.conj().T
+        Q[c0:c1, rows] = self._reduced(panel, Rp).conj().T
 
         def rest():
             T = wy_factor(V, tau)
@@ -135,6 +128,14 @@ class Executor:
         if later:
             return rest
         rest()
+
+    @staticmethod
+    def _reduced(panel, Rp):
+        """The panel after its reflectors: ``[Rp; 0]``, the eliminated entries exactly
+        zero."""
+        new_panel = array_module(panel).zeros_like(panel)
+        new_panel[: Rp.shape[0]] = Rp
+        return new_panel
 
     @staticmethod
     def reflect_q(Q, rows, V, T):

@@ -563,11 +563,10 @@ class GpuExecutor(Executor):
         k, p = first
         if self.copies_behind and p:
             Q_w, R_w = copy_rows(Q, first, rows=(0, p)), copy_rows(R, rows=(0, 0))
-            if Q_w is not None and R_w is not None:
+            if Q_w is not None and R_w is not None:      # (R_w only allocated so far)
                 def rest():
                     copy_rows(Q, first, out=Q_w, rows=(p, Q.shape[0]))
                     copy_rows(R, out=R_w)
-                self.flush()
                 self._defer(rest, stales_driver=False)
                 return Q_w, R_w
         return super().working_copies(Q, R, first)
@@ -587,10 +586,7 @@ class GpuExecutor(Executor):
             # was left before (the working copies) unless that changes the panel's rows
             if self._deferred_stales_driver:
                 self.flush()
-            before, rest = self._deferred, self._reflect_by_q(op, Q, R, later=True)
-            self._deferred = None
-            return self._defer(rest if before is None else lambda: (before(), rest()),
-                               stales_driver=False)
+            return self._defer(self._reflect_by_q(op, Q, R, later=True), stales_driver=False)
         self.flush()
         w, h = op.width, op.height
         (a0, a1), (b0, b1) = op.rows[0], (op.rows[1] if len(op.rows) == 2 else (0, 0))
@@ -621,9 +617,14 @@ class GpuExecutor(Executor):
     _defer_q = False
 
     def _defer(self, work, stales_driver):
-        """Leave ``work()`` to :meth:`flush`; ``stales_driver``: whether it changes rows of
-        Q that drive sweeps."""
-        self._deferred, self._deferred_stales_driver = work, stales_driver
+        """Leave ``work()`` to :meth:`flush`, after what is left already; ``stales_driver``:
+        whether it changes rows of Q that drive sweeps."""
+        before = self._deferred
+        if before is None:
+            self._deferred, self._deferred_stales_driver = work, stales_driver
+        else:
+            self._deferred = lambda: (before(), work())
+            self._deferred_stales_driver = self._deferred_stales_driver or stales_driver
 
     def _defer_reflect_q(self, Q, rows, V, T):
         """Leave :meth:`reflect_q` ``(Q, rows, V, T)`` to :meth:`flush`."""
