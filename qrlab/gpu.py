@@ -167,8 +167,10 @@ def _triangle_rows_max(size):
 
 #: the model of :func:`_triangle_chunks`, per value size: microseconds per panel step
 #: (a + b kp for kp rows, padded to the factor's warps) and per item (d + e kc for kc
-#: rows), fitted to 22 shapes (n 1000 to 20000, k 64 to 2000) on an H100
-_TRIANGLE_MODEL = {4: (13.0, 0.0575, 6.0, 0.0455), 8: (9.5, 0.075, 5.2, 0.055)}
+#: rows), the constants whose picks lose least against the fastest count measured for 22
+#: shapes on an H100 (``benchmarks/fit_triangle_chunks.py``: the timings are in
+#: ``benchmarks/results/triangle-chunks-*.json``)
+_TRIANGLE_MODEL = {4: (9.0, 0.125, 13.25, 0.075), 8: (3.5, 0.15, 12.75, 0.085)}
 
 
 @functools.lru_cache(maxsize=256)      # host time before the launch, with the GPU idle
@@ -181,9 +183,9 @@ def _triangle_chunks(npanels, ntiles, k, size, nsm, most=None):
     factor's warps).  More make more items for the thread blocks: every chunk applies
     every panel to every tile after it, ``d + e kc`` us each, shared by ``nsm`` blocks.
     The time is about the larger of the items' total and the critical path plus half of
-    it (:data:`_TRIANGLE_MODEL`).  Against the best count measured for each of 22 shapes
-    (H100), the model's choice was 3.4% slower on average in float32 and 1.0% in
-    float64."""
+    it (:data:`_TRIANGLE_MODEL`).  Against the fastest count measured for each of 22
+    shapes (H100), the model's choice was 2.1% slower on average in float32 (15% at
+    most) and 1.5% in float64 (4.7% at most)."""
     rows_max = _triangle_rows_max(size)
     fewest = -(-k // rows_max)
     if most is not None:
