@@ -167,10 +167,10 @@ def _triangle_rows_max(size):
 
 #: the model of :func:`_triangle_chunks`, per value size: microseconds per panel step
 #: (a + b kp for kp rows, padded to the factor's warps) and per item (d + e kc for kc
-#: rows), the constants whose picks lose least against the fastest count measured for 22
+#: rows), the constants whose picks lose least against the fastest count measured for 26
 #: shapes on an H100 (``benchmarks/fit_triangle_chunks.py``: the timings are in
 #: ``benchmarks/results/triangle-chunks-*.json``)
-_TRIANGLE_MODEL = {4: (9.0, 0.125, 13.25, 0.075), 8: (3.5, 0.15, 12.75, 0.085)}
+_TRIANGLE_MODEL = {4: (4.5, 0.075, 9.0, 0.04), 8: (7.5, 0.1688, 14.5, 0.115)}
 
 
 @functools.lru_cache(maxsize=256)      # host time before the launch, with the GPU idle
@@ -183,9 +183,9 @@ def _triangle_chunks(npanels, ntiles, k, size, nsm, most=None):
     factor's warps).  More make more items for the thread blocks: every chunk applies
     every panel to every tile after it, ``d + e kc`` us each, shared by ``nsm`` blocks.
     The time is about the larger of the items' total and the critical path plus half of
-    it (:data:`_TRIANGLE_MODEL`).  Against the fastest count measured for each of 22
-    shapes (H100), the model's choice was 2.1% slower on average in float32 (15% at
-    most) and 1.5% in float64 (4.7% at most)."""
+    it (:data:`_TRIANGLE_MODEL`).  Against the fastest count measured for each of 26
+    shapes (H100), the model's choice was 2.5% slower on average in float32 (17% at
+    most) and 1.7% in float64 (12% at most)."""
     rows_max = _triangle_rows_max(size)
     fewest = -(-k // rows_max)
     if most is not None:
