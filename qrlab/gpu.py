@@ -368,8 +368,7 @@ def apply_waves(p, size):
     400 to 1024 waves in float32 (H100): the groups follow the rotation kernel closely,
     and a tile of fewer rows lets two blocks share an SM.  In float64 that takes 128:
     removing 100 rows of 12000 x 6000, 13.4 ms with 256 and 11.4 with 128."""
-    k = _apply_sweeps_per_warp(p, size)
-    nwarp = min(_APPLY_WARPS, -(-p // k))
+    k, nwarp = _apply_warps(p, size)
     nbw = 256 if size == 4 else 128
     while nbw > 16 and _apply_smem(nbw + 2 * p, nwarp, k, size) > _SMEM_LIMIT:
         nbw -= 16
@@ -381,14 +380,16 @@ def apply_waves(p, size):
 _APPLY_WARPS = 16
 
 
-def _apply_sweeps_per_warp(p, size):
+def _apply_warps(p, size):
     """Sweeps per warp of the apply kernel (its K: 1, 2, 4 or 8) for ``p`` sweeps of
-    ``size``-byte values: more make fewer shared memory accesses per rotation and fewer
-    warps to fill the pipeline with, but the last warp's spare sweeps are wasted work, and
-    eight float64 rows and their (c, s) do not fit the registers (spilled, removing 100
-    rows of 12000 x 6000 took 11.5 ms against 11.4 with four)."""
+    ``size``-byte values, and its warps per block.  More sweeps per warp make fewer shared
+    memory accesses per rotation and fewer warps to fill the pipeline with, but the last
+    warp's spare sweeps are wasted work, and eight float64 rows and their (c, s) do not
+    fit the registers (spilled, removing 100 rows of 12000 x 6000 took 11.5 ms against
+    11.4 with four)."""
     k = 8 if p > 64 else 4 if p > 8 else 2 if p > 2 else 1
-    return min(k, 4) if size == 8 else k
+    k = min(k, 4) if size == 8 else k
+    return k, min(_APPLY_WARPS, -(-p // k))
 
 
 def _apply_smem(rows, nwarp, k, size):
@@ -859,8 +860,7 @@ class GpuExecutor(Executor):
         l0, l1 = op.lines
         p = l1 - l0
         dt = R.dtype
-        k_sweeps = _apply_sweeps_per_warp(p, dt.itemsize)
-        nwarp = min(_APPLY_WARPS, -(-p // k_sweeps))
+        k_sweeps, nwarp = _apply_warps(p, dt.itemsize)
         nbw = self.wave_block or apply_waves(p, dt.itemsize)
         smem = _apply_smem(nbw + 2 * p, nwarp, k_sweeps, dt.itemsize)
         if smem > _SMEM_LIMIT:                 # a group's rows do not fit shared memory
