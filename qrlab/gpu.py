@@ -12,7 +12,8 @@ The rank-k Cholesky update and downdate for k <= 64 run with no chain of reflect
 (``qrlab/kernels/structured.cu``, :meth:`GpuExecutor.structured_update`): thread blocks
 that solve ``P = R^{-T} V`` block by block and factor the diagonal blocks of the
 structured factor ``M`` of ``I +- P P^T``, and in the same launch thread blocks that form
-``M R`` as matrix products as soon as their rows are solved (in place, a second launch).
+``M R`` as matrix products as soon as their rows are solved (in place, a second launch);
+in float64 the products run on the tensor cores (DMMA).
 
 The Cholesky update for larger k, a triangle ``[R; V^T]`` reduced to ``[R'; 0]``, and,
 without Q, adding rows (``[R; U]``, right-hand sides carried) and removing columns (the ``p`` rows
@@ -213,9 +214,12 @@ def _structured_smem(item, kp):
     """Dynamic shared memory of ``structured_solve`` and ``structured_apply`` for values of
     ``item`` bytes and ``k`` padded to ``kp``: the solve's three 64 x 68 tiles (rows of
     68: see the kernel) and three 64 x kp blocks; the apply's R_I and Z (rows of 68), F
-    and P_I."""
-    return ((3 * 64 * 68 + 3 * 64 * kp) * item,
-            ((32 + kp) * 68 + (32 + kp) * 32 + 32 * kp) * item)
+    and P_I.  In double the rows of F are padded to 36 values, and those of the kp-wide
+    blocks to kp + 4 where kp is a multiple of 8 (``st_f_ld``, ``st_kp_ld``)."""
+    kl = kp + 4 if item == 8 and kp % 8 == 0 else kp
+    fld = 36 if item == 8 else 32
+    return ((3 * 64 * 68 + 3 * 64 * kl) * item,
+            ((32 + kp) * 68 + (32 + kp) * fld + 32 * kl) * item)
 
 
 @functools.lru_cache(maxsize=None)

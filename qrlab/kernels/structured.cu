@@ -31,6 +31,11 @@
 //   of rows it reaches (done), so the product follows the chain instead of waiting for
 //   its end.
 //
+// In double the products of 64 columns (z, y, M, and in the apply Z and R~_I) run on the
+// tensor cores (st_product_dmma, st_apply_out): on an H100 the update at n = 20000 took
+// 4.0, 5.5 and 8.5 ms for k = 1, 16 and 64, against 4.8, 9.0 and 16 ms by FMA; the
+// blocks of k columns in shared memory then have padded rows (st_kp_ld).
+//
 // Measured on an H100 (float, with timestamps in the kernel): in one launch a step of the
 // chain takes about 2.8 us for k = 1, 6 for k = 16 and 11.5 for k = 64, 10 to 30 percent
 // less when the solve runs alone (two launches: no block of the apply shares its SMs).
@@ -156,23 +161,59 @@ __device__ __forceinline__ void st_stash_vec(T* dst, const int4 v[N], int count)
         if (threadIdx.x + u * ST_NT < nv) d[threadIdx.x + u * ST_NT] = v[u];
 }
 
-template <typename T>
-__device__ __forceinline__ void st_copy_in(T* dst, const T* src, int count)
+template <int N, typename T>
+__device__ __forceinline__ void st_stash_rows(T* dst, const int4 v[N], int count, int width,
+                                              int ld)
 {
-    // count values (at most 64 x 64) from global memory, written by another block
-    int4 v[sizeof(T)];
-    st_fetch_vec<sizeof(T)>(v, src, count);
-    st_stash_vec<sizeof(T)>(dst, v, count);
+    // as st_stash_vec, the rows of `width` values each (a multiple of 16 bytes) stored
+    // ld apart (padded, so that the tensor-core products' loads do not collide in banks)
+    constexpr int per = 16 / sizeof(T);
+#pragma unroll
+    for (int u = 0; u < N; ++u) {
+        const int e = (threadIdx.x + u * ST_NT) * per;
+        if (e < count) *reinterpret_cast<int4*>(dst + (e / width) * ld + e % width) = v[u];
+    }
 }
 
 template <typename T>
-__device__ __forceinline__ void st_copy_out(T* dst, const T* src, int count)
+__device__ __forceinline__ int st_kp_ld(int kp)
 {
-    // count values (16-byte multiple and alignment) from shared to global memory
-    const int nv = count * (int)sizeof(T) / 16;
-    const int4* s = reinterpret_cast<const int4*>(src);
+    // leading dimension in shared memory of a block of kp columns (P, z, X): in double,
+    // rows 8 or 24 banks apart, so that the four rows a DMMA's operand spans
+    // (st_product_dmma) do not collide in banks; kp in float
+    return sizeof(T) == 8 && kp % 8 == 0 ? kp + 4 : kp;
+}
+
+template <int N, typename T>
+__device__ __forceinline__ void st_stash_padded(T* dst, const int4 v[N], int count, int width,
+                                                int ld)
+{
+    // st_stash_rows where the rows are padded (double), else st_stash_vec (fewer registers)
+    if constexpr (sizeof(T) == 8) st_stash_rows<N>(dst, v, count, width, ld);
+    else st_stash_vec<N>(dst, v, count);
+}
+
+template <typename T>
+__device__ __forceinline__ void st_copy_in(T* dst, const T* src, int count, int width, int ld)
+{
+    // count values (at most 64 x 64) from global memory, written by another block, in
+    // rows of width stored ld apart (st_kp_ld)
+    int4 v[sizeof(T)];
+    st_fetch_vec<sizeof(T)>(v, src, count);
+    st_stash_padded<sizeof(T)>(dst, v, count, width, ld);
+}
+
+template <typename T>
+__device__ __forceinline__ void st_copy_out(T* dst, const T* src, int count, int width, int ld)
+{
+    // count values (16-byte multiple and alignment) from shared memory, rows of width
+    // stored ld apart, to global memory (rows contiguous)
+    constexpr int per = 16 / sizeof(T);
     int4* d = reinterpret_cast<int4*>(dst);
-    for (int i = threadIdx.x; i < nv; i += ST_NT) d[i] = s[i];
+    for (int i = threadIdx.x; i * per < count; i += ST_NT) {
+        const int e = i * per;
+        d[i] = *reinterpret_cast<const int4*>(src + (e / width) * ld + e % width);
+    }
 }
 
 template <int TQ, typename T>
@@ -205,6 +246,17 @@ __device__ __forceinline__ void st_mac(T acc[4][4], const T* At, int lda, const 
             for (int j = 0; j < 4; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
         }
     }
+}
+
+// Float64 products run on the tensor cores (DMMA, mma.sync m8n8k4: per warp instruction
+// an 8 x 8 tile of C plus an 8 x 4 tile of A times a 4 x 8 tile of B, 256 multiply-adds
+// from two loads a lane, where the CUDA cores' FMA path needs about three loads for
+// eight).  Lane (g, t) = (lane / 4, lane % 4) holds A[g][t], B[t][g] and C[g][2t + e],
+// e = 0, 1.  Products of float stay on the CUDA cores (TF32 would lose precision).
+__device__ __forceinline__ void st_dmma(double c[2], double a, double b)
+{
+    asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
+        : "+d"(c[0]), "+d"(c[1]) : "d"(a), "d"(b));
 }
 
 __device__ __forceinline__ int st_rows_per_thread(int rows)
@@ -268,6 +320,63 @@ __device__ void st_product_tq(T* out, int oq, int oc, const T* At, int lda, cons
     }
 }
 
+__device__ void st_product_dmma(double* out, int oq, int oc, const double* At, int lda,
+                                const double* B, int ldb, int K, int rows, double sgn,
+                                bool accumulate, int czero, int aq)
+{
+    // st_product for 64 columns and K a multiple of 4, by DMMA: the warps 2 x 4, warp
+    // (h, v) = (w / 4, w % 4) the tiles of 8 rows h, h + 2, ... and of columns
+    // 16 v .. 16 v + 16 (so that each load of A serves two products and each load of B up
+    // to four)
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    const int h = w >> 2, cw = 16 * (w & 3), nq = (rows + 7) / 8;
+    double acc[4][2][2];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int q = 8 * (h + 2 * i) + g;
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const int c = cw + 8 * j + 2 * t + e;
+                acc[i][j][e] = accumulate && q < rows ? out[q * oq + c * oc] : 0.0;
+            }
+        }
+    }
+#pragma unroll 2
+    for (int l = 0; l < K; l += 4) {
+        const double* a_row = At + (l + t) * lda;
+        double a[4], b[2];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int q = 8 * (h + 2 * i) + g;
+            a[i] = h + 2 * i < nq && q < rows ? sgn * a_row[q * aq] : 0.0;
+        }
+#pragma unroll
+        for (int j = 0; j < 2; ++j) b[j] = B[(l + t) * ldb + cw + 8 * j + g];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            if (h + 2 * i < nq) {
+#pragma unroll
+                for (int j = 0; j < 2; ++j) st_dmma(acc[i][j], a[i], b[j]);
+            }
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int q = 8 * (h + 2 * i) + g;
+        if (q >= rows) continue;
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const int c = cw + 8 * j + 2 * t + e;
+                out[q * oq + c * oc] = c < czero ? 0.0 : acc[i][j][e];
+            }
+        }
+    }
+}
+
 template <typename T>
 __device__ void st_product(T* out, int oq, int oc, const T* At, int lda, const T* B, int ldb,
                            int K, int rows, int cols, int tq, T sgn, bool accumulate,
@@ -277,7 +386,16 @@ __device__ void st_product(T* out, int oq, int oc, const T* At, int lda, const T
     //     + sgn sum_{l < K} At[l][q] B[l][c]    for q < rows, c < cols (a multiple of 4),
     // and 0 for c < czero; At[l][q] is At[l * lda + q * aq].  Threads as StSplit, tq rows
     // each (1, 2 or 4: a template argument below, so that the sums stay in registers).  No
-    // barrier; every thread must call it (the partial sums meet by shuffles).
+    // barrier; every thread must call it (the partial sums meet by shuffles).  In double,
+    // more than 8 rows of 64 columns, K a multiple of 4, go to the tensor cores
+    // (st_product_dmma; for a few rows the sum split over lanes has the shorter chain:
+    // k = 1 took 1.7 times as long by DMMA).
+    if constexpr (sizeof(T) == 8) {
+        if (rows > 8 && cols == 64 && K % 4 == 0) {
+            st_product_dmma(out, oq, oc, At, lda, B, ldb, K, rows, sgn, accumulate, czero, aq);
+            return;
+        }
+    }
     if (tq == 1)
         st_product_tq<1>(out, oq, oc, At, lda, B, ldb, K, rows, cols, sgn, accumulate, czero, aq);
     else if (tq == 2)
@@ -407,13 +525,13 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
                          int sb, int* sync)
 {
     extern __shared__ __align__(16) unsigned char st_raw[];
-    const int kp = (k + 3) & ~3, tid = threadIdx.x;
+    const int kp = (k + 3) & ~3, kl = st_kp_ld<T>(kp), tid = threadIdx.x;
     T* const inv = reinterpret_cast<T*>(st_raw);      // R_CC^{-1}; then S and L
     T* const tile = inv + ST_B * ST_LD;                // tiles of R; with Mx, then [C | X]
     T* const Mx = tile + ST_B * ST_LD;                 // R_{C-1,C} R_CC^{-1}
     T* const zT = Mx + ST_B * ST_LD;                   // z (64 x kp: row c is column c);
-    T* const yT = zT + ST_B * kp;                      //   then X^T (kp x 64)
-    T* const pT = yT + ST_B * kp;                      // the P_J coming in
+    T* const yT = zT + ST_B * kl;                      //   then X^T (kp x 64); rows kl
+    T* const pT = yT + ST_B * kl;                      //   apart; the P_J coming in
     __shared__ T rdiag[ST_B], dsign[ST_B];
     const int nb = (n + ST_B - 1) / ST_B;
     const long npad = (long)nb * ST_B;
@@ -438,8 +556,8 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
         const int c = e % ST_B, q = e / ST_B;
         const T w = (q < k && c < h) ? W[q * wq + (c0 + c) * wc] : T(0);
         finite_w &= isfinite(w);
-        zT[c * kp + q] = w;
-        yT[c * kp + q] = 0;
+        zT[c * kl + q] = w;
+        yT[c * kl + q] = 0;
     }
     __syncthreads();
     if (tid < ST_B) {
@@ -480,7 +598,7 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
         finite &= st_finite<16>(nxt);
         if (J + 2 < C) st_fetch<64>(nxt, R, ldr, n, (J + 1) * ST_B, c0);
         if (J > 0 && J % sb == 0)
-            st_copy_out(z_at(J / sb), zT, ST_B * kp);
+            st_copy_out(z_at(J / sb), zT, ST_B * kp, kp, kl);
         if (tid < 32 && J > ready) {
             const int r = st_ready(flags, gflags, J, C - 1);
             if (tid == 0) ready = r;
@@ -490,25 +608,26 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
         int4 pv[sizeof(T)];
         st_fetch_vec<sizeof(T)>(pv, P + (long)J * ST_B * kp, ST_B * kp);
         if (J >= 1) st_gram_add(g, Gs + (long)(J - 1) * kp * kp, kp);
-        st_stash_vec<sizeof(T)>(pT, pv, ST_B * kp);
+        st_stash_padded<sizeof(T)>(pT, pv, ST_B * kp, kp, kl);
         __syncthreads();
-        st_product(zT, 1, kp, pT, kp, tile, ST_LD, ST_B, k, ST_B, tq, T(-1), true);
+        st_product(zT, 1, kl, pT, kl, tile, ST_LD, ST_B, k, ST_B, tq, T(-1), true);
     }
     __syncthreads();
     if (C >= 2 && (C - 1) % sb == 0)
-        st_copy_out(z_at((C - 1) / sb), zT, ST_B * kp);
+        st_copy_out(z_at((C - 1) / sb), zT, ST_B * kp, kp, kl);
 
     // the chain: P_C = z R+_CC^{-1} - P_{C-1}^T R+_{C-1,C} R+_CC^{-1}, published as D_C P_C
-    st_product(yT, 1, kp, zT, kp, inv, ST_LD, ST_B, k, ST_B, tq, T(1), false);
+    st_product(yT, 1, kl, zT, kl, inv, ST_LD, ST_B, k, ST_B, tq, T(1), false);
     if (C >= 1) {
         if (tid == 0) st_wait(flags + C - 1);
         __syncthreads();
-        st_copy_in(pT, P + (long)(C - 1) * ST_B * kp, ST_B * kp);
+        st_copy_in(pT, P + (long)(C - 1) * ST_B * kp, ST_B * kp, kp, kl);
         __syncthreads();
-        st_product(yT, 1, kp, pT, kp, Mx, ST_LD, ST_B, k, ST_B, tq, T(-1), true);
+        st_product(yT, 1, kl, pT, kl, Mx, ST_LD, ST_B, k, ST_B, tq, T(-1), true);
     }
     __syncthreads();
-    for (int e = tid; e < ST_B * kp; e += ST_NT) P[(long)c0 * kp + e] = yT[e] * dsign[e / kp];
+    for (int e = tid; e < ST_B * kp; e += ST_NT)
+        P[(long)c0 * kp + e] = yT[e / kp * kl + e % kp] * dsign[e / kp];
     __syncthreads();
     if (tid == 0) {
         st_publish(flags + C);
@@ -518,7 +637,7 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
 
     // off the chain: G_C for the blocks after this one, the last terms of S, and z at the
     // segment that starts here
-    st_product(Gs + (long)C * kp * kp, kp, 1, yT, kp, yT, kp, ST_B, kp, kp, tq, T(1), false);
+    st_product(Gs + (long)C * kp * kp, kp, 1, yT, kl, yT, kl, ST_B, kp, kp, tq, T(1), false);
     __syncthreads();
     if (tid == 0) {
         st_publish(gflags + C);
@@ -530,9 +649,9 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
         st_fetch<64>(x, R, ldr, n, c0 - ST_B, c0);
         st_stash<64>(tile, x);
         __syncthreads();
-        st_product(zT, 1, kp, pT, kp, tile, ST_LD, ST_B, k, ST_B, tq, T(-1), true);
+        st_product(zT, 1, kl, pT, kl, tile, ST_LD, ST_B, k, ST_B, tq, T(-1), true);
         __syncthreads();
-        st_copy_out(z_at(C / sb), zT, ST_B * kp);
+        st_copy_out(z_at(C / sb), zT, ST_B * kp, kp, kl);
         __syncthreads();
         if (tid == 0) st_publish(zflags + C, C / sb);
     }
@@ -565,12 +684,12 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
         const int r = tid >> 2, part = tid & 3;
         for (int q = 0; q < k; ++q) {
             T s = 0;
-            for (int i = part; i < q; i += 4) s = fma(yT[r * kp + i], S[q * kp + i], s);
+            for (int i = part; i < q; i += 4) s = fma(yT[r * kl + i], S[q * kp + i], s);
             s += __shfl_xor_sync(0xffffffff, s, 1);
             s += __shfl_xor_sync(0xffffffff, s, 2);
-            const T v = (yT[r * kp + q] - s) / S[q * kp + q];
+            const T v = (yT[r * kl + q] - s) / S[q * kp + q];
             __syncwarp();
-            if (part == 0) yT[r * kp + q] = v;
+            if (part == 0) yT[r * kl + q] = v;
             __syncwarp();
         }
     }
@@ -581,13 +700,13 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
     T* const A = tile;
     for (int e = tid; e < ST_B * kp; e += ST_NT) {
         const int c = e % ST_B, q = e / ST_B;
-        XT[q * ST_B + c] = yT[c * kp + q];
+        XT[q * ST_B + c] = yT[c * kl + q];
     }
     __syncthreads();
     st_product(A, la, 1, XT, ST_B, XT, ST_B, k, ST_B, ST_B, 4, sgn, false);
     for (int e = tid; e < ST_B * kp; e += ST_NT) {
         const int r = e / kp, q = e % kp;
-        A[r * la + ST_B + q] = yT[r * kp + q];
+        A[r * la + ST_B + q] = yT[r * kl + q];
     }
     __syncthreads();
     if (tid < ST_B) A[tid * la + tid] += T(1);
@@ -630,6 +749,72 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
 }
 
 template <typename T>
+__device__ __forceinline__ int st_f_ld()
+{
+    // leading dimension of F in the apply's shared memory: in double, rows 8 banks apart,
+    // so that the loads of A of a DMMA do not collide (float reads F's rows whole)
+    return sizeof(T) == 8 ? 36 : 32;
+}
+
+template <typename T>
+__device__ __forceinline__ void st_apply_out(T* out, long ldo, int r0, int r_end, int c0,
+                                             int n, const T* Ft, const T* BZ, int kp)
+{
+    // out rows r0 .. r0 + 32 (those before r_end), columns c0 .. c0 + 64 (those before n)
+    // = sum_l Ft[l][q] BZ[l][c], l < 32 + kp; Ft[l][q] = 0 for l < q (M_II is upper
+    // triangular), so the rows of each thread's or warp's outputs start its sum there
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    if constexpr (sizeof(T) == 4) {
+        // warp w: rows 8 (w / 2) .. + 8, columns 32 (w % 2) .. + 32, each lane 2 rows by
+        // 4 columns (8 lanes across, so that a row of BZ is one load)
+        const int q0 = 8 * (w / 2) + 2 * (lane / 8), cq = 32 * (w % 2) + 4 * (lane % 8);
+        const int l0 = 8 * (w / 2);
+        T acc[4][4] = {};
+        st_mac<2>(acc, Ft + l0 * 32, 32, BZ + l0 * ST_LD, ST_LD, 32 + kp - l0, q0, cq);
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+            const int r = r0 + q0 + i;
+            if (r < r_end) {
+#pragma unroll
+                for (int j = 0; j < 4; ++j)
+                    if (c0 + cq + j < n) out[(long)r * ldo + c0 + cq + j] = acc[i][j];
+            }
+        }
+    } else {
+        // warp w: rows 16 (w / 4) .. + 16, columns 16 (w % 4) .. + 16, as 2 x 2 DMMA tiles
+        const int g = lane >> 2, t = lane & 3, wr = 16 * (w / 4), wc = 16 * (w % 4);
+        double acc[2][2][2] = {};
+#pragma unroll 2
+        for (int l = wr; l < 32 + kp; l += 4) {
+            double a[2], b[2];
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+                a[i] = Ft[(l + t) * st_f_ld<double>() + wr + 8 * i + g];
+                b[i] = BZ[(l + t) * ST_LD + wc + 8 * i + g];
+            }
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+#pragma unroll
+                for (int j = 0; j < 2; ++j) st_dmma(acc[i][j], a[i], b[j]);
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+            const int r = r0 + wr + 8 * i + g;
+            if (r >= r_end) continue;
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int c = c0 + wc + 8 * j + 2 * t + e;
+                    if (c < n) out[(long)r * ldo + c] = acc[i][j][e];
+                }
+            }
+        }
+    }
+}
+
+template <typename T>
 __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, long ldo,
                          const T* __restrict__ W, long wq, long wc, int n, int k, const T* P,
                          const T* F, const T* Zs, int check, const int* sync)
@@ -656,8 +841,9 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
     }
     T* const B = reinterpret_cast<T*>(st_raw);   // R_I (32 x 64), then Z (kp x 64): ST_LD
     T* const Z = B + 32 * ST_LD;
-    T* const Ft = Z + kp * ST_LD;                // F of the 32 rows, (32 + kp) x 32
-    T* const Pi = Ft + (32 + kp) * 32;           // P_I (32 x kp)
+    const int fld = st_f_ld<T>(), pld = st_kp_ld<T>(kp);
+    T* const Ft = Z + kp * ST_LD;                // F of the 32 rows, (32 + kp) x 32, rows fld
+    T* const Pi = Ft + (32 + kp) * fld;          //   apart; P_I (32 x kp), rows pld apart
     const long npad = (long)nb * ST_B;
     const int tq = st_rows_per_thread(k);
 
@@ -682,19 +868,14 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
     st_fetch<32>(rt, R, ldr, n, r_begin, c0);
     st_fetch_vec<6 * sizeof(T) / 8>(fv, F + (long)(r_begin / 32) * nf, nf);
     st_fetch_vec<4 * sizeof(T) / 8>(pv, P + (long)r_begin * kp, np);
-    // the product's threads: warp w takes rows 8 (w / 2) .. + 8 and columns 32 (w % 2) .. + 32,
-    // its lanes 2 rows by 4 columns each (8 lanes across, so that a row of B is one load)
-    const int lane = tid % 32, w = tid / 32;
-    const int q0 = 8 * (w / 2) + 2 * (lane / 8), cq = 32 * (w % 2) + 4 * (lane % 8);
-    const int l0 = 8 * (w / 2);                   // M_II[q][j] = 0 for j < q: F's rows from l0
     for (int r0 = r_begin; r0 < r_end; r0 += 32) {
         // (the next 32 rows are prefetched below: their block's F and P must be there)
         if (follow && tid == 0 && r0 + 32 < r_end && (r0 + 32) % ST_B == 0)
             st_wait(done + (r0 + 32) / ST_B);
         __syncthreads();
         st_stash<32>(B, rt);
-        st_stash_vec<6 * sizeof(T) / 8>(Ft, fv, nf);
-        st_stash_vec<4 * sizeof(T) / 8>(Pi, pv, np);
+        st_stash_padded<6 * sizeof(T) / 8>(Ft, fv, nf, 32, fld);
+        st_stash_padded<4 * sizeof(T) / 8>(Pi, pv, np, kp, pld);
         if (r0 + 32 < r_end) {
             st_fetch<32>(rt, R, ldr, n, r0 + 32, c0);
             st_fetch_vec<6 * sizeof(T) / 8>(fv, F + (long)(r0 / 32 + 1) * nf, nf);
@@ -702,21 +883,10 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
         }
         __syncthreads();
         // Z -= P_I^T R_I; the columns these rows finish are zero from here on
-        st_product(Z, ST_LD, 1, Pi, kp, B, ST_LD, 32, k, 64, tq, T(-1), true, r0 + 32 - c0);
+        st_product(Z, ST_LD, 1, Pi, pld, B, ST_LD, 32, k, 64, tq, T(-1), true, r0 + 32 - c0);
         __syncthreads();
-        // R~_I = M_II R_I + Wm_I Z (B and Z are one (32 + kp) x 64 operand; zero left of the
-        // diagonal, where both terms are)
-        T acc[4][4] = {};
-        st_mac<2>(acc, Ft + l0 * 32, 32, B + l0 * ST_LD, ST_LD, 32 + kp - l0, q0, cq);
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-            const int r = r0 + q0 + i;
-            if (r < r_end) {
-#pragma unroll
-                for (int j = 0; j < 4; ++j)
-                    if (c0 + cq + j < n) out[(long)r * ldo + c0 + cq + j] = acc[i][j];
-            }
-        }
+        // R~_I = M_II R_I + Wm_I Z (B and Z are one (32 + kp) x 64 operand)
+        st_apply_out(out, ldo, r0, r_end, c0, n, Ft, B, kp);
     }
 }
 
@@ -758,7 +928,7 @@ __global__ void __launch_bounds__(ST_NT) structured_apply_f32(
     st_apply(table[blockIdx.x], false, R, ldr, out, ldo, W, wq, wc, n, k, P, F, Zs, check,
              sync);
 }
-__global__ void __launch_bounds__(ST_NT) structured_apply_f64(
+__global__ void __launch_bounds__(ST_NT, 2) structured_apply_f64(
     const double* R, long ldr, double* out, long ldo, const double* W, long wq, long wc, int n,
     int k, const double* P, const double* F, const double* Zs, const int4* table, int check,
     const int* sync)
