@@ -928,6 +928,7 @@ __global__ void __launch_bounds__(ST_NT) structured_apply_f32(
     st_apply(table[blockIdx.x], false, R, ldr, out, ldo, W, wq, wc, n, k, P, F, Zs, check,
              sync);
 }
+// (two blocks per SM: left alone, ptxas gave this one 169 registers, one block per SM)
 __global__ void __launch_bounds__(ST_NT, 2) structured_apply_f64(
     const double* R, long ldr, double* out, long ldo, const double* W, long wq, long wc, int n,
     int k, const double* P, const double* F, const double* Zs, const int4* table, int check,
