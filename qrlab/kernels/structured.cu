@@ -758,11 +758,12 @@ __device__ __forceinline__ int st_f_ld()
 
 template <typename T>
 __device__ __forceinline__ void st_apply_out(T* out, long ldo, int r0, int r_end, int c0,
-                                             int n, const T* Ft, const T* BZ, int kp)
+                                             int n, const T* Ft, int fld, const T* BZ, int kp)
 {
     // out rows r0 .. r0 + 32 (those before r_end), columns c0 .. c0 + 64 (those before n)
-    // = sum_l Ft[l][q] BZ[l][c], l < 32 + kp; Ft[l][q] = 0 for l < q (M_II is upper
-    // triangular), so the rows of each thread's or warp's outputs start its sum there
+    // = sum_l Ft[l][q] BZ[l][c], l < 32 + kp (Ft's rows fld apart, BZ's ST_LD); Ft[l][q] = 0
+    // for l < q (M_II is upper triangular), so the rows of each thread's or warp's outputs
+    // start its sum there
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     if constexpr (sizeof(T) == 4) {
         // warp w: rows 8 (w / 2) .. + 8, columns 32 (w % 2) .. + 32, each lane 2 rows by
@@ -770,7 +771,7 @@ __device__ __forceinline__ void st_apply_out(T* out, long ldo, int r0, int r_end
         const int q0 = 8 * (w / 2) + 2 * (lane / 8), cq = 32 * (w % 2) + 4 * (lane % 8);
         const int l0 = 8 * (w / 2);
         T acc[4][4] = {};
-        st_mac<2>(acc, Ft + l0 * 32, 32, BZ + l0 * ST_LD, ST_LD, 32 + kp - l0, q0, cq);
+        st_mac<2>(acc, Ft + l0 * fld, fld, BZ + l0 * ST_LD, ST_LD, 32 + kp - l0, q0, cq);
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
             const int r = r0 + q0 + i;
@@ -789,7 +790,7 @@ __device__ __forceinline__ void st_apply_out(T* out, long ldo, int r0, int r_end
             double a[2], b[2];
 #pragma unroll
             for (int i = 0; i < 2; ++i) {
-                a[i] = Ft[(l + t) * st_f_ld<double>() + wr + 8 * i + g];
+                a[i] = Ft[(l + t) * fld + wr + 8 * i + g];
                 b[i] = BZ[(l + t) * ST_LD + wc + 8 * i + g];
             }
 #pragma unroll
@@ -886,7 +887,7 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
         st_product(Z, ST_LD, 1, Pi, pld, B, ST_LD, 32, k, 64, tq, T(-1), true, r0 + 32 - c0);
         __syncthreads();
         // R~_I = M_II R_I + Wm_I Z (B and Z are one (32 + kp) x 64 operand)
-        st_apply_out(out, ldo, r0, r_end, c0, n, Ft, B, kp);
+        st_apply_out(out, ldo, r0, r_end, c0, n, Ft, fld, B, kp);
     }
 }
 
