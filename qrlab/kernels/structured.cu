@@ -49,6 +49,20 @@
 // nearly a step per block to catch up.  The old chain of reflectors (triangle.cu) took
 // 8.5 to 17.5 us per 32 columns.
 //
+// Where the time goes at n = 10000 (H100, a globaltimer stamp at each phase of every
+// block): in float the apply keeps up with the chain and ends about 20 us after the last
+// block of the solve (k = 1: the chain 560 us, that block's own work 36 us, the launch
+// 616 us).  In double (one block per SM) the apply gets only the SMs of finished solve
+// blocks, and half to 70 percent of its block time comes after the chain (k = 1: the
+// chain 710 us, the launch 1090 us; at n = 20000, 2100 and 3800 us).  Two ways of
+// shortening these were measured (A/B in one process, n = 5000 to 20000, k = 1, 16, 64)
+// and dropped.  Handing P_J on as tagged 8-byte words with no flag and no fence (NCCL's
+// LL protocol) changed the update by -9 to +5 percent: a step is bound by its own work
+// (a k x 64 by 64 x 64 product and its barriers) and by the next block's preparation
+// (two such products after P_{C-2} arrives), not by the flag.  A ring of four tiles of R
+// ahead in the apply (cp.async) left the one launch within 2 percent: its blocks are not
+// short of loads in flight.
+//
 // Layout: R (leading dimension ldr), out (ldo) and W = V^T (k x n; strides wq, wc).  R's
 // strict lower triangle is not read, and its rows may have either sign (see st_solve).
 // P, and each segment of Zs: npad x kp (npad = 64 nb, kp = k rounded up to 4), row i = p_i
