@@ -57,11 +57,11 @@
 // chain 710 us, the launch 1090 us; at n = 20000, 2100 and 3800 us).  Two ways of
 // shortening these were measured (A/B in one process, n = 5000 to 20000, k = 1, 16, 64)
 // and dropped.  Handing P_J on as tagged 8-byte words with no flag and no fence (NCCL's
-// LL protocol) changed the update by -9 to +5 percent: a step is bound by its own work
-// (a k x 64 by 64 x 64 product and its barriers) and by the next block's preparation
-// (two such products after P_{C-2} arrives), not by the flag.  A ring of four tiles of R
-// ahead in the apply (cp.async) left the one launch within 2 percent: its blocks are not
-// short of loads in flight.
+// LL protocol) left the update between 5 percent faster (float) and 9 percent slower
+// (double, k = 64): a step is bound by its own work (a k x 64 by 64 x 64 product and
+// its barriers) and by the next block's preparation (two such products after P_{C-2}
+// arrives), not by the flag.  A ring of four tiles of R ahead in the apply (cp.async)
+// left the one launch within 2 percent: its blocks are not short of loads in flight.
 //
 // Layout: R (leading dimension ldr), out (ldo) and W = V^T (k x n; strides wq, wc).  R's
 // strict lower triangle is not read, and its rows may have either sign (see st_solve).
