@@ -15,8 +15,9 @@
 // structured_solve: one block per 64 columns C (its index from a ticket, so that every
 //   block it waits for has started) solves P_C^T = z R_CC^{-1}, where
 //   z = V^T_C - sum_{J<C} P_J^T R_JC is updated with each P_J as the block before
-//   publishes it (flags).  y = z R_CC^{-1} (z before P_{C-1}) and M = R_{C-1,C} R_CC^{-1}
-//   are made in advance, so the chain's step is one product: P_C = y - P_{C-1} M.  After
+//   publishes it (flags).  y = z R_CC^{-1} (z before P_{C-2}), M2 = R_{C-2,C} R_CC^{-1}
+//   and M = R_{C-1,C} R_CC^{-1} are made in advance, y -= P_{C-2} M2 as soon as P_{C-2}
+//   comes, so the chain's step is one product: P_C = y - P_{C-1} M.  After
 //   publishing P_C the block publishes G_C = P_C^T P_C (a second flag), sums
 //   S = I + sgn sum_{J<C} G_J from the G_J the blocks before it published (a k x k read
 //   per step, not a k x k x 64 product), factors its 64 rows of C (writing M_II and Wm_I
@@ -62,6 +63,13 @@
 // its barriers) and by the next block's preparation (two such products after P_{C-2}
 // arrives), not by the flag.  A ring of four tiles of R ahead in the apply (cp.async)
 // left the one launch within 2 percent: its blocks are not short of loads in flight.
+// Taking P_{C-2} through M2 (one product after it comes, not a product for z and one
+// for y) made the update 3 to 7 percent faster in float and up to 6 in double (A/B, the
+// same cases); the tile it needs is made up by receiving P_J in y's place (the loop) and
+// in a tile of R's (the chain).  Running the chain in pairs of blocks (the odd block of
+// a pair eliminating its partner's P, so that both wait only for the pair before) was
+// 4 to 70 percent slower: each block must then take two P_J per step into z, and the
+// odd one twice the products, so the loop over J < C - 2, not the hand-over, bounds it.
 //
 // Layout: R (leading dimension ldr), out (ldo) and W = V^T (k x n; strides wq, wc).  R's
 // strict lower triangle is not read, and its rows may have either sign (see st_solve).
@@ -541,11 +549,14 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
     extern __shared__ __align__(16) unsigned char st_raw[];
     const int kp = (k + 3) & ~3, kl = st_kp_ld<T>(kp), tid = threadIdx.x;
     T* const inv = reinterpret_cast<T*>(st_raw);      // R_CC^{-1}; then S and L
-    T* const tile = inv + ST_B * ST_LD;                // tiles of R; with Mx, then [C | X]
-    T* const Mx = tile + ST_B * ST_LD;                 // R_{C-1,C} R_CC^{-1}
+    T* const tile = inv + ST_B * ST_LD;                // tiles of R (or the P_J of the
+                                                       //   chain); with M2, then [C | X]
+    T* const M2 = tile + ST_B * ST_LD;                 // R_{C-2,C} R_CC^{-1}
+    T* const Mx = M2 + ST_B * ST_LD;                   // R_{C-1,C} R_CC^{-1}; then scratch
     T* const zT = Mx + ST_B * ST_LD;                   // z (64 x kp: row c is column c);
     T* const yT = zT + ST_B * kl;                      //   then X^T (kp x 64); rows kl
-    T* const pT = yT + ST_B * kl;                      //   apart; the P_J coming in
+    T* const pT = yT;                                  //   apart; the P_J coming in (y is
+                                                       //   made after the last of them)
     __shared__ T rdiag[ST_B], dsign[ST_B];
     const int nb = (n + ST_B - 1) / ST_B;
     const long npad = (long)nb * ST_B;
@@ -587,34 +598,36 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
         tile[(e / ST_B) * ST_LD + e % ST_B] *= dsign[e / ST_B];
     __syncthreads();
     st_invert(inv, tile, rdiag, Mx);
-    if (C >= 1) {
-        st_fetch<64>(x, R, ldr, n, c0 - ST_B, c0);
+    for (int J = max(0, C - 2); J < C; ++J) {
+        st_fetch<64>(x, R, ldr, n, J * ST_B, c0);
         finite &= st_finite<16>(x);
+        __syncthreads();
         st_stash<64>(tile, x, true);
         __syncthreads();
-        st_product(Mx, ST_LD, 1, tile, ST_LD, inv, ST_LD, ST_B, ST_B, ST_B, 4, T(1), false);
+        st_product(J == C - 1 ? Mx : M2, ST_LD, 1, tile, ST_LD, inv, ST_LD, ST_B, ST_B, ST_B,
+                   4, T(1), false);
     }
 
     // S = I + sgn sum_{J<C} G_J, G_J = P_J^T P_J (kp x kp), which block J publishes after its
     // step of the chain (gflags): each thread sums its share as they come
     T g[16] = {};
 
-    // z -= (D_J P_J)^T R_JC for J < C - 1, the tiles of R one ahead in registers; P_J
+    // z -= (D_J P_J)^T R_JC for J < C - 2, the tiles of R one ahead in registers; P_J
     // and G_{J-1} are read together (one round trip to L2 per block of the chain)
     auto z_at = [&](int s) { return Zs + s * npad * kp + (long)c0 * kp; };   // segment s
     T nxt[16];
     __shared__ int ready;                              // the last J known to be ready
     if (tid == 0) ready = -1;
-    if (C >= 2) st_fetch<64>(nxt, R, ldr, n, 0, c0);
-    for (int J = 0; J + 1 < C; ++J) {
+    if (C >= 3) st_fetch<64>(nxt, R, ldr, n, 0, c0);
+    for (int J = 0; J + 2 < C; ++J) {
         __syncthreads();
         st_stash<64>(tile, nxt);
         finite &= st_finite<16>(nxt);
-        if (J + 2 < C) st_fetch<64>(nxt, R, ldr, n, (J + 1) * ST_B, c0);
+        if (J + 3 < C) st_fetch<64>(nxt, R, ldr, n, (J + 1) * ST_B, c0);
         if (J > 0 && J % sb == 0)
             st_copy_out(z_at(J / sb), zT, ST_B * kp, kp, kl);
         if (tid < 32 && J > ready) {
-            const int r = st_ready(flags, gflags, J, C - 1);
+            const int r = st_ready(flags, gflags, J, C - 2);
             if (tid == 0) ready = r;
         }
         __syncthreads();
@@ -627,17 +640,20 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
         st_product(zT, 1, kl, pT, kl, tile, ST_LD, ST_B, k, ST_B, tq, T(-1), true);
     }
     __syncthreads();
-    if (C >= 2 && (C - 1) % sb == 0)
-        st_copy_out(z_at((C - 1) / sb), zT, ST_B * kp, kp, kl);
+    if (C >= 3 && (C - 2) % sb == 0)
+        st_copy_out(z_at((C - 2) / sb), zT, ST_B * kp, kp, kl);
 
-    // the chain: P_C = z R+_CC^{-1} - P_{C-1}^T R+_{C-1,C} R+_CC^{-1}, published as D_C P_C
+    // the chain: P_C = z R+_CC^{-1} - P_{C-2}^T M2 - P_{C-1}^T Mx (M2 = R+_{C-2,C}
+    // R+_CC^{-1}, Mx = R+_{C-1,C} R+_CC^{-1}), published as D_C P_C.  P_{C-2}'s term is
+    // taken as soon as it comes, so that what is left after P_{C-1} is one product
     st_product(yT, 1, kl, zT, kl, inv, ST_LD, ST_B, k, ST_B, tq, T(1), false);
-    if (C >= 1) {
-        if (tid == 0) st_wait(flags + C - 1);
+    for (int J = max(0, C - 2); J < C; ++J) {
+        if (tid == 0) st_wait(flags + J);
         __syncthreads();
-        st_copy_in(pT, P + (long)(C - 1) * ST_B * kp, ST_B * kp, kp, kl);
+        st_copy_in(tile, P + (long)J * ST_B * kp, ST_B * kp, kp, kl);
         __syncthreads();
-        st_product(yT, 1, kl, pT, kl, Mx, ST_LD, ST_B, k, ST_B, tq, T(-1), true);
+        st_product(yT, 1, kl, tile, kl, J == C - 1 ? Mx : M2, ST_LD, ST_B, k, ST_B, tq, T(-1),
+                   true);
     }
     __syncthreads();
     for (int e = tid; e < ST_B * kp; e += ST_NT)
@@ -645,7 +661,7 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
     __syncthreads();
     if (tid == 0) {
         st_publish(flags + C);
-        if (C >= 2 && (C - 1) % sb == 0) st_publish(zflags + C, (C - 1) / sb);
+        if (C >= 3 && (C - 2) % sb == 0) st_publish(zflags + C, (C - 2) / sb);
     }
     if (!finite || !finite_w) atomicOr(sync + 2, (finite ? 0 : 1) | (finite_w ? 0 : 2));
 
@@ -655,19 +671,26 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
     __syncthreads();
     if (tid == 0) {
         st_publish(gflags + C);
-        for (int J = max(0, C - 2); J < C; ++J) st_wait(gflags + J);
+        for (int J = max(0, C - 3); J < C; ++J) st_wait(gflags + J);
     }
     __syncthreads();
-    for (int J = max(0, C - 2); J < C; ++J) st_gram_add(g, Gs + (long)J * kp * kp, kp);
-    if (C >= 1 && C % sb == 0) {
-        st_fetch<64>(x, R, ldr, n, c0 - ST_B, c0);
-        st_stash<64>(tile, x);
+    for (int J = max(0, C - 3); J < C; ++J) st_gram_add(g, Gs + (long)J * kp * kp, kp);
+    // a segment that starts at C - 1 or C: the terms of the blocks of the chain before it
+    // (P_J through Mx, as it is free now)
+    const int sl = C / sb;
+    if (sl >= 1 && sl * sb > C - 2) {
+        for (int J = max(0, C - 2); J < sl * sb; ++J) {
+            st_fetch<64>(x, R, ldr, n, J * ST_B, c0);
+            __syncthreads();
+            st_stash<64>(tile, x);
+            st_copy_in(Mx, P + (long)J * ST_B * kp, ST_B * kp, kp, kl);
+            __syncthreads();
+            st_product(zT, 1, kl, Mx, kl, tile, ST_LD, ST_B, k, ST_B, tq, T(-1), true);
+        }
         __syncthreads();
-        st_product(zT, 1, kl, pT, kl, tile, ST_LD, ST_B, k, ST_B, tq, T(-1), true);
+        st_copy_out(z_at(sl), zT, ST_B * kp, kp, kl);
         __syncthreads();
-        st_copy_out(z_at(C / sb), zT, ST_B * kp, kp, kl);
-        __syncthreads();
-        if (tid == 0) st_publish(zflags + C, C / sb);
+        if (tid == 0) st_publish(zflags + C, sl);
     }
     __syncthreads();
     T* const S = inv;
@@ -680,7 +703,7 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
         }
     }
     // S = L L^T: U^T U in the upper triangle, then L = U^T into the lower one
-    const bool spd = st_cholesky(S, k, kp, k, pT) < 0;
+    const bool spd = st_cholesky(S, k, kp, k, Mx) < 0;
     for (int e = tid; spd && e < k * k; e += ST_NT)
         if (e % k < e / k) S[e / k * kp + e % k] = S[e % k * kp + e / k];
     __syncthreads();
@@ -724,7 +747,7 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
     }
     __syncthreads();
     if (tid < ST_B) A[tid * la + tid] += T(1);
-    const int j = st_cholesky(A, ST_B, la, la, pT);
+    const int j = st_cholesky(A, ST_B, la, la, Mx);
     if (j >= 0) {
         if (tid == 0) {
             if (j < h) atomicMax(fail, n - (c0 + j));
