@@ -64,7 +64,7 @@
 // arrives), not by the flag.  A ring of four tiles of R ahead in the apply (cp.async)
 // left the one launch within 2 percent: its blocks are not short of loads in flight.
 // Taking P_{C-2} through M2 (one product after it comes, not a product for z and one
-// for y) made the update 3 to 7 percent faster in float and up to 6 in double (A/B, the
+// for y) made the update 2 to 7 percent faster in float and up to 6 in double (A/B, the
 // same cases); the tile it needs is made up by receiving P_J in y's place (the loop) and
 // in a tile of R's (the chain).  Running the chain in pairs of blocks (the odd block of
 // a pair eliminating its partner's P, so that both wait only for the pair before) was
