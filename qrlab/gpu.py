@@ -216,7 +216,7 @@ def _structured_smem(item, kp):
     68: see the kernel) and two 64 x kp blocks; the apply's R_I and Z (rows of 68), F
     and P_I.  In double the rows of F are padded to 36 values, and those of the kp-wide
     blocks to kp + 4 where kp is a multiple of 8 (``st_f_ld``, ``st_kp_ld``)."""
-    kl = kp + 4 if item == 8 and kp % 8 == 0 else kp
+    kl = kp + 4 if kp % 8 == 0 else kp
     fld = 36 if item == 8 else 32
     return ((4 * 64 * 68 + 2 * 64 * kl) * item,
             ((32 + kp) * 68 + (32 + kp) * fld + 32 * kl) * item)

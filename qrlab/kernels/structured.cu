@@ -35,7 +35,12 @@
 // In double the products of 64 columns (z, y, M, and in the apply Z and R~_I) run on the
 // tensor cores (st_product_dmma, st_apply_out): on an H100 the update at n = 20000 took
 // 4.0, 5.5 and 8.5 ms for k = 1, 16 and 64, against 4.8, 9.0 and 16 ms by FMA; the
-// blocks of k columns in shared memory then have padded rows (st_kp_ld).
+// blocks of k columns in shared memory then have padded rows (st_kp_ld).  In float the
+// same products (and G_C where kp = 64) run there for k >= 8, in 3xTF32
+// (st_product_tf32), with the residuals of FMA.  By FMA the 64 x 64 x 64 product of the
+// chain's step took 4.3 to 5.4 us (by our count bound by shared memory: eight values
+// loaded per sixteen multiply-adds); in 3xTF32 the update takes 15 to 18 percent less
+// time at n = 5000 and 10000 for k = 16 and 64, and 6 to 12 percent less at n = 20000.
 //
 // Measured on an H100 (float, with timestamps in the kernel): in one launch a step of the
 // chain takes about 2.8 us for k = 1, 6 for k = 16 and 11.5 for k = 64, 10 to 30 percent
@@ -200,18 +205,20 @@ __device__ __forceinline__ void st_stash_rows(T* dst, const int4 v[N], int count
 template <typename T>
 __device__ __forceinline__ int st_kp_ld(int kp)
 {
-    // leading dimension in shared memory of a block of kp columns (P, z, X): in double,
-    // rows 8 or 24 banks apart, so that the four rows a DMMA's operand spans
-    // (st_product_dmma) do not collide in banks; kp in float
-    return sizeof(T) == 8 && kp % 8 == 0 ? kp + 4 : kp;
+    // leading dimension in shared memory of a block of kp columns (P, z, X): kp + 4 where
+    // kp is a multiple of 8, so that the four rows a tensor-core operand spans collide in
+    // banks less (double: rows 8 or 24 banks apart, none; float: 4 apart, two ways where
+    // kp would be four at kp = 64; kp + 8 would not fit the tiles of ST_LD that take P_J)
+    return kp % 8 == 0 ? kp + 4 : kp;
 }
 
 template <int N, typename T>
 __device__ __forceinline__ void st_stash_padded(T* dst, const int4 v[N], int count, int width,
                                                 int ld)
 {
-    // st_stash_rows where the rows are padded (double), else st_stash_vec (fewer registers)
-    if constexpr (sizeof(T) == 8) st_stash_rows<N>(dst, v, count, width, ld);
+    // st_stash_rows where the rows are padded (or double), else st_stash_vec (fewer
+    // registers)
+    if (sizeof(T) == 8 || ld != width) st_stash_rows<N>(dst, v, count, width, ld);
     else st_stash_vec<N>(dst, v, count);
 }
 
@@ -399,6 +406,79 @@ __device__ void st_product_dmma(double* out, int oq, int oc, const double* At, i
     }
 }
 
+// Float products of 64 columns run on the tensor cores too, in 3xTF32: TF32 keeps 10 bits
+// of a float's 23, so each operand is split into a TF32 part and a TF32 remainder and the
+// product taken as big x big + big x small + small x big (the small x small term is below
+// float's rounding).  mma.sync m16n8k8: lane (g, t) holds A[g (+8)][t (+4)], B[t (+4)][g]
+// and C[g (+8)][2t + e].
+__device__ __forceinline__ void st_tf32_split(float x, unsigned& big, unsigned& small)
+{
+    // Veltkamp's split, in four adds and multiplies (two earlier versions that split by
+    // cvt.rna.tf32 made the update no faster than by FMA): big is x rounded to 11
+    // significant bits, which TF32 holds exactly, and small = x - big exactly; the mma
+    // reads small to 11 bits
+    const float p = __fmul_rn(x, 8193.f), b = __fsub_rn(p, __fsub_rn(p, x));
+    big = __float_as_uint(b);
+    small = __float_as_uint(__fsub_rn(x, b));
+}
+
+__device__ __forceinline__ void st_mma_tf32(float c[4], const unsigned a[4], const unsigned b[2])
+{
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, "
+        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+__device__ void st_product_tf32(float* out, int oq, int oc, const float* At, int lda,
+                                const float* B, int ldb, int K, int rows, float sgn,
+                                bool accumulate, int czero, int aq)
+{
+    // st_product for 64 columns and K a multiple of 8, in 3xTF32: warp w the columns
+    // 8 w .. 8 w + 8, two tiles of 16 rows at a time (each split of B serves both).  The
+    // big x big terms and the two others go to separate sums, so that a tile's chain of
+    // dependent mma is two a step, not three (one sum: 2 to 3 percent slower at k = 32
+    // and 64, the same residuals)
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int c = 8 * (threadIdx.x >> 5) + 2 * t;
+    for (int r0 = 0; r0 < rows; r0 += 32) {
+        float acc[2][4] = {}, low[2][4] = {};
+        const bool two = r0 + 16 < rows;
+#pragma unroll 1
+        for (int l = 0; l < K; l += 8) {
+            unsigned bb[2], bs[2], ab[2][4], as[2][4];
+            st_tf32_split(B[(l + t) * ldb + c - 2 * t + g], bb[0], bs[0]);
+            st_tf32_split(B[(l + t + 4) * ldb + c - 2 * t + g], bb[1], bs[1]);
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int q = r0 + 16 * i + g + 8 * (e & 1), ll = l + t + 4 * (e >> 1);
+                    st_tf32_split(q < rows ? At[ll * lda + q * aq] : 0.f, ab[i][e], as[i][e]);
+                }
+            }
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+                if (i == 1 && !two) break;
+                st_mma_tf32(low[i], as[i], bb);
+                st_mma_tf32(low[i], ab[i], bs);
+                st_mma_tf32(acc[i], ab[i], bb);
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int q = r0 + 16 * i + g + 8 * (e >> 1), ce = c + (e & 1);
+                if (q >= rows) continue;
+                float* o = out + q * oq + ce * oc;
+                *o = ce < czero ? 0.f
+                                : (accumulate ? *o : 0.f) + sgn * (acc[i][e] + low[i][e]);
+            }
+        }
+    }
+}
+
 template <typename T>
 __device__ void st_product(T* out, int oq, int oc, const T* At, int lda, const T* B, int ldb,
                            int K, int rows, int cols, int tq, T sgn, bool accumulate,
@@ -408,13 +488,19 @@ __device__ void st_product(T* out, int oq, int oc, const T* At, int lda, const T
     //     + sgn sum_{l < K} At[l][q] B[l][c]    for q < rows, c < cols (a multiple of 4),
     // and 0 for c < czero; At[l][q] is At[l * lda + q * aq].  Threads as StSplit, tq rows
     // each (1, 2 or 4: a template argument below, so that the sums stay in registers).  No
-    // barrier; every thread must call it (the partial sums meet by shuffles).  In double,
-    // 8 or more rows of 64 columns, K a multiple of 4, go to the tensor cores
-    // (st_product_dmma; for fewer rows the sum split over lanes has the shorter chain: the
-    // solve for k = 1 took 1.7 times as long by DMMA, for k = 3 to 6 up to 1.4 times).
+    // barrier; every thread must call it (the partial sums meet by shuffles).  8 or more
+    // rows of 64 columns go to the tensor cores: in double for K a multiple of 4
+    // (st_product_dmma), in float for K a multiple of 8 (st_product_tf32); for fewer
+    // rows the sum split over lanes has the shorter chain (the solve for k = 1 took 1.7
+    // times as long by DMMA, for k = 3 to 6 up to 1.4 times).
     if constexpr (sizeof(T) == 8) {
         if (rows >= 8 && cols == 64 && K % 4 == 0) {
             st_product_dmma(out, oq, oc, At, lda, B, ldb, K, rows, sgn, accumulate, czero, aq);
+            return;
+        }
+    } else {
+        if (rows >= 8 && cols == 64 && K % 8 == 0) {
+            st_product_tf32(out, oq, oc, At, lda, B, ldb, K, rows, sgn, accumulate, czero, aq);
             return;
         }
     }
@@ -975,7 +1061,8 @@ __global__ void __launch_bounds__(ST_NT, 2) structured_apply_f64(
     st_apply(table[blockIdx.x], false, R, ldr, out, ldo, W, wq, wc, n, k, P, F, Zs, check,
              sync);
 }
-__global__ void __launch_bounds__(ST_NT) structured_update_f32(
+// (two blocks per SM: left alone, ptxas gives this one 155 registers, one block per SM)
+__global__ void __launch_bounds__(ST_NT, 2) structured_update_f32(
     const float* R, long ldr, float* out, long ldo, const float* W, long wq, long wc, int n,
     int k, float sgn, float* P, float* F, float* Zs, float* Gs, int sb, const int4* table,
     int* sync)
