@@ -569,10 +569,10 @@ for n in sorted({r["n"] for r in rows}):
 # and 8.5 ms for $k = 1$, 16 and 64; in float32 for $k \ge 8$ in 3xTF32 (each value
 # split into two TF32 parts, three products kept), which took 15 to 18 percent off the
 # update at $n = 5000$ and 10000 for $k = 16$ and 64, with the same errors. What bounds
-# it at $n = 5000$ is the solve's chain: a step costs 2.7 to 8.5 us per 64 columns (waiting for the flag, loading the previous
-# block from L2, one small product and the fence before its own flag), 79 steps at
-# $n = 5000$, while the product $M R$ alone would take 0.11 to 0.28 ms. The
-# checks, on the committed numbers:
+# it at $n = 5000$ is the solve's chain: a step costs 2.7 to 8.5 us per 64 columns
+# (waiting for the flag, loading the previous block from L2, one small product and the
+# fence before its own flag), 79 steps at $n = 5000$, while the product $M R$ alone
+# would take 0.11 to 0.28 ms. The checks, on the committed numbers:
 
 # %%
 assert all(r["path"] == ("structured" if r["k"] <= 64 else "one launch") for r in rows)
