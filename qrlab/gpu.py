@@ -13,7 +13,7 @@ The rank-k Cholesky update and downdate for k <= 64 run with no chain of reflect
 that solve ``P = R^{-T} V`` block by block and factor the diagonal blocks of the
 structured factor ``M`` of ``I +- P P^T``, and in the same launch thread blocks that form
 ``M R`` as matrix products as soon as their rows are solved (in place, a second launch);
-in float64 the products run on the tensor cores (DMMA).
+the products run on the tensor cores (DMMA in float64, 3xTF32 in float32).
 
 The Cholesky update for larger k, a triangle ``[R; V^T]`` reduced to ``[R'; 0]``, and,
 without Q, adding rows (``[R; U]``, right-hand sides carried) and removing columns (the ``p`` rows
@@ -214,8 +214,8 @@ def _structured_smem(item, kp):
     """Dynamic shared memory of ``structured_solve`` and ``structured_apply`` for values of
     ``item`` bytes and ``k`` padded to ``kp``: the solve's four 64 x 68 tiles (rows of
     68: see the kernel) and two 64 x kp blocks; the apply's R_I and Z (rows of 68), F
-    and P_I.  In double the rows of F are padded to 36 values, and those of the kp-wide
-    blocks to kp + 4 where kp is a multiple of 8 (``st_f_ld``, ``st_kp_ld``)."""
+    and P_I.  The rows of the kp-wide blocks are padded to kp + 4 where kp is a multiple
+    of 8, and in double those of F to 36 values (``st_kp_ld``, ``st_f_ld``)."""
     kl = kp + 4 if kp % 8 == 0 else kp
     fld = 36 if item == 8 else 32
     return ((4 * 64 * 68 + 2 * 64 * kl) * item,

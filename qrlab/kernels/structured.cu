@@ -44,18 +44,18 @@
 // With them a step of the chain (n = 10000, one launch) takes 3.6 us for k = 16 and 7.9
 // for k = 64 (5.1 and 10.6 by FMA), the k = 64 product in it still 4.0 us.
 //
-// Measured on an H100 (float, with timestamps in the kernel): in one launch a step of the
-// chain takes about 2.8 us for k = 1, 6 for k = 16 and 11.5 for k = 64, 10 to 30 percent
-// less when the solve runs alone (two launches: no block of the apply shares its SMs).
-// A block's work after its step (S, its Cholesky factor, X, M_II and Wm) takes 30 to
+// Measured on an H100 (float, products by FMA, timestamps in the kernel): in one launch a
+// step of the chain takes about 2.8 us for k = 1, 6 for k = 16 and 11.5 for k = 64, 10 to
+// 30 percent less when the solve runs alone (two launches: no block of the apply shares its
+// SMs).  A block's work after its step (S, its Cholesky factor, X, M_II and Wm) takes 30 to
 // 50 us for k <= 16 and about 160 us for k = 64.  The update takes 0.37 to 1.23 ms at
-// n = 5000 and 2.0 to 5.6 ms at n = 20000.  While every block of the solve is resident
-// (up to n = 10000 in float) the chain bounds the update, the apply following it; beyond
-// that (n = 20000, and n >= 10000 in double, one block per SM) the later blocks of the
-// solve wait for SMs and the apply runs mostly after the chain.  Starting those blocks
-// later still, to make room for the apply, was slower: a block that starts behind takes
-// nearly a step per block to catch up.  The old chain of reflectors (triangle.cu) took
-// 8.5 to 17.5 us per 32 columns.
+// n = 5000 and 2.0 to 5.6 ms at n = 20000.  While every block of the solve is resident (up
+// to n = 10000 in float) the chain bounds the update, the apply following it; beyond that
+// (n = 20000, and n >= 10000 in double, one block per SM) the later blocks of the solve
+// wait for SMs and the apply runs mostly after the chain.  Starting those blocks later
+// still, to make room for the apply, was slower: a block that starts behind takes nearly a
+// step per block to catch up.  The old chain of reflectors (triangle.cu) took 8.5 to 17.5 us
+// per 32 columns.
 //
 // Where the time goes at n = 10000 (H100, a globaltimer stamp at each phase of every
 // block): in float the apply keeps up with the chain and ends about 20 us after the last
@@ -204,7 +204,6 @@ __device__ __forceinline__ void st_stash_rows(T* dst, const int4 v[N], int count
     }
 }
 
-template <typename T>
 __device__ __forceinline__ int st_kp_ld(int kp)
 {
     // leading dimension in shared memory of a block of kp columns (P, z, X): kp + 4 where
@@ -283,7 +282,7 @@ __device__ __forceinline__ void st_mac(T acc[4][4], const T* At, int lda, const 
 // an 8 x 8 tile of C plus an 8 x 4 tile of A times a 4 x 8 tile of B, 256 multiply-adds
 // from two loads a lane, where the CUDA cores' FMA path needs about three loads for
 // eight).  Lane (g, t) = (lane / 4, lane % 4) holds A[g][t], B[t][g] and C[g][2t + e],
-// e = 0, 1.  Products of float stay on the CUDA cores (TF32 would lose precision).
+// e = 0, 1.  (Float products: st_product_tf32, in 3xTF32, below.)
 __device__ __forceinline__ void st_dmma(double c[2], double a, double b)
 {
     asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
@@ -442,15 +441,15 @@ __device__ void st_product_tf32(float* out, int oq, int oc, const float* At, int
     // dependent mma is two a step, not three (one sum: 2 to 3 percent slower at k = 32
     // and 64, the same residuals)
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const int c = 8 * (threadIdx.x >> 5) + 2 * t;
+    const int cw = 8 * (threadIdx.x >> 5);
     for (int r0 = 0; r0 < rows; r0 += 32) {
         float acc[2][4] = {}, low[2][4] = {};
         const bool two = r0 + 16 < rows;
 #pragma unroll 1
         for (int l = 0; l < K; l += 8) {
             unsigned bb[2], bs[2], ab[2][4], as[2][4];
-            st_tf32_split(B[(l + t) * ldb + c - 2 * t + g], bb[0], bs[0]);
-            st_tf32_split(B[(l + t + 4) * ldb + c - 2 * t + g], bb[1], bs[1]);
+            st_tf32_split(B[(l + t) * ldb + cw + g], bb[0], bs[0]);
+            st_tf32_split(B[(l + t + 4) * ldb + cw + g], bb[1], bs[1]);
 #pragma unroll
             for (int i = 0; i < 2; ++i) {
 #pragma unroll
@@ -471,7 +470,7 @@ __device__ void st_product_tf32(float* out, int oq, int oc, const float* At, int
         for (int i = 0; i < 2; ++i) {
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-                const int q = r0 + 16 * i + g + 8 * (e >> 1), ce = c + (e & 1);
+                const int q = r0 + 16 * i + g + 8 * (e >> 1), ce = cw + 2 * t + (e & 1);
                 if (q >= rows) continue;
                 float* o = out + q * oq + ce * oc;
                 *o = ce < czero ? 0.f
@@ -635,7 +634,7 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
                          int sb, int* sync)
 {
     extern __shared__ __align__(16) unsigned char st_raw[];
-    const int kp = (k + 3) & ~3, kl = st_kp_ld<T>(kp), tid = threadIdx.x;
+    const int kp = (k + 3) & ~3, kl = st_kp_ld(kp), tid = threadIdx.x;
     T* const inv = reinterpret_cast<T*>(st_raw);      // R_CC^{-1}; then S and L
     T* const tile = inv + ST_B * ST_LD;                // tiles of R (or the P_J of the
                                                        //   chain); with M2, then [C | X]
@@ -967,7 +966,7 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
     }
     T* const B = reinterpret_cast<T*>(st_raw);   // R_I (32 x 64), then Z (kp x 64): ST_LD
     T* const Z = B + 32 * ST_LD;
-    const int fld = st_f_ld<T>(), pld = st_kp_ld<T>(kp);
+    const int fld = st_f_ld<T>(), pld = st_kp_ld(kp);
     T* const Ft = Z + kp * ST_LD;                // F of the 32 rows, (32 + kp) x 32, rows fld
     T* const Pi = Ft + (32 + kp) * fld;          //   apart; P_I (32 x kp), rows pld apart
     const long npad = (long)nb * ST_B;
