@@ -107,9 +107,9 @@ __device__ __forceinline__ void st_wait(const int* flag, int at_least = 1)
 
 __device__ __forceinline__ void st_publish(int* flag, int value = 1)
 {
-    // after a block barrier: one fence orders the whole block's stores before the flag
-    // (kept although the release may be enough: a run without it failed a GPU test once)
-    __threadfence();
+    // after a block barrier: the release orders the whole block's stores before the flag
+    // (the barrier orders them before this thread's, and a release is cumulative); a
+    // __threadfence before it added 0.37 us to a hand-off on an H100 (1.30 against 0.93)
     asm volatile("st.release.gpu.global.s32 [%0], %1;" :: "l"(flag), "r"(value) : "memory");
 }
 
@@ -514,13 +514,14 @@ __device__ void st_product(T* out, int oq, int oc, const T* At, int lda, const T
 }
 
 template <typename T>
-__device__ void st_invert(T* inv, const T* U, const T* rd, T* tmp)
+__device__ void st_invert(T* inv, const T* U, const T* rd, T* tmp, int size = ST_B)
 {
     // inv = U^{-1} (64 x 64 upper triangular, rd[i] = 1 / U[i][i]; leading dimension
     // ST_LD), zero below the diagonal.  The 16 x 16 diagonal blocks by back substitution
     // in registers, a thread per column; then [A B; 0 D]^{-1} = [A^{-1}, -A^{-1} B D^{-1};
-    // 0, D^{-1}] for 32 and then 64 rows, as products through tmp (32 x ST_LD).  Starts
-    // and ends with the block in step.
+    // 0, D^{-1}] for 32 and then 64 rows, as products through tmp (32 x ST_LD), as far as
+    // U is not block diagonal: past row `size` it must be the identity.  Starts and ends
+    // with the block in step.
     const int tid = threadIdx.x;
     if (tid < ST_B) {
         const int b = tid >> 4, jj = tid & 15, base = 16 * b;
@@ -537,7 +538,7 @@ __device__ void st_invert(T* inv, const T* U, const T* rd, T* tmp)
         for (int i = 0; i < ST_B; ++i)
             if ((i >> 4) != b) inv[i * ST_LD + tid] = 0;
     }
-    for (int w = 16; w < ST_B; w *= 2) {           // join blocks of w into blocks of 2w
+    for (int w = 16; w < size; w *= 2) {           // join blocks of w into blocks of 2w
         for (int p = 0; p < ST_B; p += 2 * w) {
             __syncthreads();
             // tmp = B D^{-1}, then the block above D = -A^{-1} tmp
@@ -611,21 +612,36 @@ __device__ __forceinline__ unsigned st_gram_chunk(int u)
 }
 
 template <typename T>
-__device__ __forceinline__ void st_gram_add(T g[16], const T* G, int kp)
+__device__ __forceinline__ void st_gram_fetch(int4 v[sizeof(T)], const T* G, int kp)
 {
-    // g += this thread's share of G (kp x kp, published by another block)
+    // this thread's share of G (kp x kp, published by another block), from L2
     constexpr int per = 16 / sizeof(T);
     const int nv = kp * kp / per;
     const int4* src = reinterpret_cast<const int4*>(G);
 #pragma unroll
-    for (int u = 0; u < 16 / per; ++u) {
-        if (st_gram_chunk(u) < nv) {
-            const int4 v = __ldcg(src + st_gram_chunk(u));
-            const T* t = reinterpret_cast<const T*>(&v);
+    for (int u = 0; u < 16 / per; ++u)
+        v[u] = st_gram_chunk(u) < nv ? __ldcg(src + st_gram_chunk(u)) : int4{0, 0, 0, 0};
+}
+
+template <typename T>
+__device__ __forceinline__ void st_gram_add(T g[16], const int4 v[sizeof(T)])
+{
+    // g += a share that st_gram_fetch read (zero past the kp x kp values)
+    constexpr int per = 16 / sizeof(T);
 #pragma unroll
-            for (int e = 0; e < per; ++e) g[u * per + e] += t[e];
-        }
+    for (int u = 0; u < 16 / per; ++u) {
+        const T* t = reinterpret_cast<const T*>(&v[u]);
+#pragma unroll
+        for (int e = 0; e < per; ++e) g[u * per + e] += t[e];
     }
+}
+
+template <typename T>
+__device__ __forceinline__ void st_gram_add(T g[16], const T* G, int kp)
+{
+    int4 v[sizeof(T)];
+    st_gram_fetch(v, G, kp);
+    st_gram_add(g, v);
 }
 
 template <typename T>
@@ -699,10 +715,16 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
     // step of the chain (gflags): each thread sums its share as they come
     T g[16] = {};
 
-    // z -= (D_J P_J)^T R_JC for J < C - 2, the tiles of R one ahead in registers; P_J
-    // and G_{J-1} are read together (one round trip to L2 per block of the chain)
+    // z -= (D_J P_J)^T R_JC for J < C - 2, the tiles of R one ahead in registers, and
+    // P_{J+1} too where it is known to be ready: a block that starts behind the chain
+    // (or falls behind it) then waits for L2 only where it has caught up.  G_{J-1} is
+    // read before the product and added after it.  (With one round trip to L2 in each
+    // step of this loop, about as long as a step of the chain, a block often came to
+    // its step late: the steps after 2 to 12 us, not 2.5.)
     auto z_at = [&](int s) { return Zs + s * npad * kp + (long)c0 * kp; };   // segment s
     T nxt[16];
+    int4 pv[sizeof(T)];
+    bool have = false;                                 // pv holds P_J
     __shared__ int ready;                              // the last J known to be ready
     if (tid == 0) ready = -1;
     if (C >= 3) st_fetch<64>(nxt, R, ldr, n, 0, c0);
@@ -719,12 +741,15 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
         }
         __syncthreads();
         if (tid == 0 && J > 0 && J % sb == 0) st_publish(zflags + C, J / sb);
-        int4 pv[sizeof(T)];
-        st_fetch_vec<sizeof(T)>(pv, P + (long)J * ST_B * kp, ST_B * kp);
-        if (J >= 1) st_gram_add(g, Gs + (long)(J - 1) * kp * kp, kp);
+        if (!have) st_fetch_vec<sizeof(T)>(pv, P + (long)J * ST_B * kp, ST_B * kp);
         st_stash_padded<sizeof(T)>(pT, pv, ST_B * kp, kp, kl);
+        have = J + 1 <= ready && J + 3 < C;
+        if (have) st_fetch_vec<sizeof(T)>(pv, P + (long)(J + 1) * ST_B * kp, ST_B * kp);
+        int4 gv[sizeof(T)];
+        if (J >= 1) st_gram_fetch(gv, Gs + (long)(J - 1) * kp * kp, kp);
         __syncthreads();
         st_product(zT, 1, kl, pT, kl, tile, ST_LD, ST_B, k, ST_B, tq, T(-1), true);
+        if (J >= 1) st_gram_add(g, gv);
     }
     __syncthreads();
     if (C >= 3 && (C - 2) % sb == 0)
@@ -789,7 +814,7 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
             if (e < kp * kp && q < k && r < k) S[e] = T(q == r) + sgn * g[u];
         }
     }
-    // S = L L^T: U^T U in the upper triangle, then L = U^T into the lower one
+    // S = L L^T, L = Us^T: Us^T Us in the upper triangle, then L in the lower one
     const bool spd = st_cholesky(S, k, kp, k, Mx) < 0;
     for (int e = tid; spd && e < k * k; e += ST_NT)
         if (e % k < e / k) S[e / k * kp + e % k] = S[e % k * kp + e / k];
@@ -803,8 +828,30 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
         return;
     }
 
-    // X = P_C L^{-T}, row by row (four lanes a row), in yT
-    {
+    // The triangular solves with L, X = P_C L^{-T} here and Wm = sgn (U^{-T} X) L^{-1}
+    // below: row by row (four lanes a row, k dependent steps) for k <= 32, and for larger
+    // k as products with Us^{-1} (Us in tile, the identity past k; inverted as R_CC was).
+    // On an H100 at k = 64 they took 26 and 47 us row by row, 40 percent of the block's
+    // work after its step of the chain, and 17 (the inverse included) and 6 us as
+    // products; at k = 16 the update was 2 to 3 percent faster row by row.
+    const bool by_inverse = k > 32;
+    T* const XT = zT;                                  // X^T, rows of 64 values
+    T* const UsT = yT;                                 // Us^{-T} (kp x kp), after X
+    if (by_inverse) {
+        for (int e = tid; e < ST_B * ST_B; e += ST_NT) {
+            const int r = e / ST_B, c = e % ST_B;
+            tile[r * ST_LD + c] = r < k && c < k ? (c >= r ? S[r * kp + c] : T(0)) : T(r == c);
+        }
+        if (tid < ST_B) rdiag[tid] = tid < k ? T(1) / S[tid * kp + tid] : T(1);
+        __syncthreads();
+        st_invert(M2, tile, rdiag, Mx, k);
+        st_product(XT, 1, ST_B, yT, 1, M2, ST_LD, kp, ST_B, kp, 4, T(1), false, 0, kl);
+        __syncthreads();
+        for (int e = tid; e < kp * kp; e += ST_NT) {
+            const int l = e / kp, q = e % kp;
+            UsT[l * kl + q] = M2[q * ST_LD + l];
+        }
+    } else {
         const int r = tid >> 2, part = tid & 3;
         for (int q = 0; q < k; ++q) {
             T s = 0;
@@ -816,21 +863,20 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
             if (part == 0) yT[r * kl + q] = v;
             __syncwarp();
         }
+        __syncthreads();
+        for (int e = tid; e < ST_B * kp; e += ST_NT) {
+            const int c = e % ST_B, q = e / ST_B;
+            XT[q * ST_B + c] = yT[c * kl + q];
+        }
     }
     __syncthreads();
-    // [C | X] with C = I + sgn X X^T (X^T in zT), then C = U^T U carrying X to U^{-T} X
-    T* const XT = zT;
+    // [C | X] with C = I + sgn X X^T, then C = U^T U carrying X to U^{-T} X
     const int la = ST_B + kp;
-    T* const A = tile;
-    for (int e = tid; e < ST_B * kp; e += ST_NT) {
-        const int c = e % ST_B, q = e / ST_B;
-        XT[q * ST_B + c] = yT[c * kl + q];
-    }
-    __syncthreads();
+    T* const A = tile;                                 // (64 x la: tile and M2)
     st_product(A, la, 1, XT, ST_B, XT, ST_B, k, ST_B, ST_B, 4, sgn, false);
     for (int e = tid; e < ST_B * kp; e += ST_NT) {
         const int r = e / kp, q = e % kp;
-        A[r * la + ST_B + q] = yT[r * kl + q];
+        A[r * la + ST_B + q] = XT[q * ST_B + r];
     }
     __syncthreads();
     if (tid < ST_B) A[tid * la + tid] += T(1);
@@ -842,8 +888,13 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
         }
         return;
     }
-    // Wm = sgn (U^{-T} X) L^{-1}, row by row from the last column (four lanes a row)
-    {
+    // Wm = sgn (U^{-T} X) L^{-1}: into zT (rows kl apart), or in place row by row from
+    // the last column
+    T* const Wm = by_inverse ? zT : A + ST_B;
+    const int wl = by_inverse ? kl : la;
+    if (by_inverse) {
+        st_product(Wm, kl, 1, A + ST_B, 1, UsT, kl, kp, ST_B, kp, 4, sgn, false, 0, la);
+    } else {
         const int r = tid >> 2, part = tid & 3;
         T* const w = A + r * la + ST_B;
         for (int q = k - 1; q >= 0; --q) {
@@ -865,7 +916,7 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
         for (int e = tid; e < (32 + kp) * 32; e += ST_NT) {
             const int jj = e / 32, r = e % 32, row = 32 * b + r;
             out[e] = jj < 32 ? (jj >= r ? A[row * la + 32 * b + jj] * dsign[32 * b + jj] : T(0))
-                             : A[row * la + ST_B + jj - 32];
+                             : Wm[row * wl + jj - 32];
         }
     }
     __syncthreads();
