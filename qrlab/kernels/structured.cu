@@ -514,14 +514,13 @@ __device__ void st_product(T* out, int oq, int oc, const T* At, int lda, const T
 }
 
 template <typename T>
-__device__ void st_invert(T* inv, const T* U, const T* rd, T* tmp, int size = ST_B)
+__device__ void st_invert(T* inv, const T* U, const T* rd, T* tmp)
 {
     // inv = U^{-1} (64 x 64 upper triangular, rd[i] = 1 / U[i][i]; leading dimension
     // ST_LD), zero below the diagonal.  The 16 x 16 diagonal blocks by back substitution
     // in registers, a thread per column; then [A B; 0 D]^{-1} = [A^{-1}, -A^{-1} B D^{-1};
-    // 0, D^{-1}] for 32 and then 64 rows, as products through tmp (32 x ST_LD), as far as
-    // U is not block diagonal: past row `size` it must be the identity.  Starts and ends
-    // with the block in step.
+    // 0, D^{-1}] for 32 and then 64 rows, as products through tmp (32 x ST_LD).  Starts
+    // and ends with the block in step.
     const int tid = threadIdx.x;
     if (tid < ST_B) {
         const int b = tid >> 4, jj = tid & 15, base = 16 * b;
@@ -538,7 +537,7 @@ __device__ void st_invert(T* inv, const T* U, const T* rd, T* tmp, int size = ST
         for (int i = 0; i < ST_B; ++i)
             if ((i >> 4) != b) inv[i * ST_LD + tid] = 0;
     }
-    for (int w = 16; w < size; w *= 2) {           // join blocks of w into blocks of 2w
+    for (int w = 16; w < ST_B; w *= 2) {           // join blocks of w into blocks of 2w
         for (int p = 0; p < ST_B; p += 2 * w) {
             __syncthreads();
             // tmp = B D^{-1}, then the block above D = -A^{-1} tmp
@@ -844,7 +843,7 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
         }
         if (tid < ST_B) rdiag[tid] = tid < k ? T(1) / S[tid * kp + tid] : T(1);
         __syncthreads();
-        st_invert(M2, tile, rdiag, Mx, k);
+        st_invert(M2, tile, rdiag, Mx);
         st_product(XT, 1, ST_B, yT, 1, M2, ST_LD, kp, ST_B, kp, 4, T(1), false, 0, kl);
         __syncthreads();
         for (int e = tid; e < kp * kp; e += ST_NT) {
