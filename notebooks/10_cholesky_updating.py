@@ -552,27 +552,33 @@ for n in sorted({r["n"] for r in rows}):
 # "per-panel launches"), and the array-operation panels ($b = 256$) up to $n = 5000$.
 #
 # Plainly: **the update beats cuSOLVER's refactorization for every $k \le 64$ at every
-# $n$ from 1000 up, in both precisions**. At $n \ge 5000$ it is 6.8 to 52 times faster
-# with $\tilde A$'s forming included and 6.5 to 50 times without; the thinnest margin is
+# $n$ from 1000 up, in both precisions**. At $n \ge 5000$ it is 7.0 to 51 times faster
+# with $\tilde A$'s forming included and 6.7 to 50 times without; the thinnest margin is
 # float32, $n = 5000$, $k = 64$. For $k = 256$ it wins from $n = 5000$ in both
 # precisions (1.6 to 3.5 times faster in float32); at $n = 1000$ refactorizing is faster,
 # at $n = 2000$ too in float64 (by about a tenth), and in float32 the two are even there
 # (within a few percent, less than two runs of the benchmark differ by: this table may
 # show either one ahead).
-# The structured method is 2.9 to 7.3 times faster than the chain of reflectors at
-# $n \ge 5000$. At $k \le 64$ and $n \ge 5000$ it sits 2.7 to 9.9 times above the floor
+# The structured method is 3.1 to 7.0 times faster than the chain of reflectors at
+# $n \ge 5000$. At $k \le 64$ and $n \ge 5000$ it sits 2.4 to 10.3 times above the floor
 # (the chain sat 7.6 to 59 times above): within 4 times at $n = 20000$ in both precisions
-# (float32 3.2 to 3.5, float64 2.7 to 3.5), at $n = 10000$ in float32 for $k = 16$
-# (4.0; 4.6 and 4.2 for $k = 1$ and 64) and in float64 for $k = 16$ and 64 (4.4 for
-# $k = 1$), and furthest at $n = 5000$. The products run on the tensor cores: in float64
+# (float32 3.2 to 3.6, float64 2.4 to 3.6), at $n = 10000$ in float32 for $k = 64$
+# (3.98; 4.5 and 4.1 for $k = 1$ and 16) and in float64 for $k = 16$ and 64 (4.6 for
+# $k = 1$), at $n = 5000$ in float64 for $k = 64$ (3.9), and furthest at $n = 5000$ in
+# float32 (9 to 10). The products run on the tensor cores: in float64
 # as DMMA, which took the update at $n = 20000$ from 4.8, 9.0 and 16 ms to 4.0, 5.5
 # and 8.5 ms for $k = 1$, 16 and 64; in float32 for $k \ge 8$ in 3xTF32 (each value
 # split into two TF32 parts, three products kept), which took 15 to 18 percent off the
-# update at $n = 5000$ and 10000 for $k = 16$ and 64, with the same errors. What bounds
-# it at $n = 5000$ is the solve's chain: a step costs 2.7 to 8.5 us per 64 columns
-# (waiting for the flag, loading the previous block from L2, one small product and the
-# fence before its own flag), 79 steps at $n = 5000$, while the product $M R$ alone
-# would take 0.11 to 0.28 ms. The checks, on the committed numbers:
+# update at $n = 5000$ and 10000 for $k = 16$ and 64, with the same errors. For
+# $k > 32$ each block's two triangular solves with the $k \times k$ factor of $S$ run as
+# products with its inverse (row by row they took 73 of the 170 us a block works after
+# its step at $k = 64$), which took 4 to 10 percent off the update at $k = 64$. What
+# bounds it at $n = 5000$ is the solve's chain: a step costs 2.3 to 8 us per 64 columns
+# (seeing the flag, loading the previous block from L2, one small product and its own
+# flag) when the block is ready for it, and the slowest tenth take 5 to 40 us because
+# the block is still busy with the earlier blocks' terms; 79 steps at
+# $n = 5000$, while the product $M R$ alone would take 0.11 to 0.28 ms. The checks, on
+# the committed numbers:
 
 # %%
 assert all(r["path"] == ("structured" if r["k"] <= 64 else "one launch") for r in rows)
@@ -884,8 +890,8 @@ print("stationary window: q='none' error below 100 cond(A) eps at every cond: Tr
 #   Cholesky factor of $I \pm P P^T$, $P = R^{-T} V$: a triangular solve 64 rows a
 #   step, and matrix products that follow it in the same launch. On the H100 that beats
 #   cuSOLVER's refactorization for every $k \le 64$ from $n = 1000$ (up to 52 times at
-#   $n = 20000$). It runs 2.4 to 7.3 times faster than the chain of $n$ dependent
-#   reflectors that $k = 256$ still uses, and 2.7 to 9.9 times above the bandwidth floor
+#   $n = 20000$). It runs 3.1 to 7.0 times faster than the chain of $n$ dependent
+#   reflectors that $k = 256$ still uses, and 2.4 to 10.3 times above the bandwidth floor
 #   at $n \ge 5000$ (within 4 times at $n = 20000$ in both precisions).
 # * Errors are a few $\varepsilon$ in $\max|\tilde A - \tilde R^T\tilde R|/\max|\tilde A|$,
 #   like refactorizing, in both precisions; an impossible downdate raises `LinAlgError`

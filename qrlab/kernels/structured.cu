@@ -715,11 +715,13 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
     T g[16] = {};
 
     // z -= (D_J P_J)^T R_JC for J < C - 2, the tiles of R one ahead in registers, and
-    // P_{J+1} too where it is known to be ready: a block that starts behind the chain
-    // (or falls behind it) then waits for L2 only where it has caught up.  G_{J-1} is
-    // read before the product and added after it.  (With one round trip to L2 in each
-    // step of this loop, about as long as a step of the chain, a block often came to
-    // its step late: the steps after 2 to 12 us, not 2.5.)
+    // P_{J+1} too where it is known to be ready (so that a block behind the chain waits
+    // for L2 only where it has caught up); G_{J-1} is read before the product and added
+    // after it.  A tenth of the chain's steps take 5 to 40 us, not 2.3 to 3.4 (k = 1,
+    // n = 10000, timestamps): the block comes to its step late, still busy with the
+    // terms of the blocks before.  Neither this read-ahead nor asking L2 for the tiles
+    // of R four ahead changed that (A/B: within 2 percent, and the L2 requests up to 5
+    // percent slower), so a step of this loop is not waiting for memory.
     auto z_at = [&](int s) { return Zs + s * npad * kp + (long)c0 * kp; };   // segment s
     T nxt[16];
     int4 pv[sizeof(T)];
