@@ -572,7 +572,8 @@ for n in sorted({r["n"] for r in rows}):
 # update at $n = 5000$ and 10000 for $k = 16$ and 64, with the same errors. For
 # $k > 32$ each block's two triangular solves with the $k \times k$ factor of $S$ run as
 # products with its inverse (row by row they took 73 of the 170 us a block works after
-# its step at $k = 64$), which took 4 to 10 percent off the update at $k = 64$. What
+# its step at $k = 64$); with the hand-off's flag published by a release alone (no fence
+# before it) that took 2 to 12 percent off the update at $k = 64$. What
 # bounds it at $n = 5000$ is the solve's chain: a step costs 2.3 to 8 us per 64 columns
 # (seeing the flag, loading the previous block from L2, one small product and its own
 # flag) when the block is ready for it, and the slowest tenth take 5 to 40 us because
