@@ -611,36 +611,21 @@ __device__ __forceinline__ unsigned st_gram_chunk(int u)
 }
 
 template <typename T>
-__device__ __forceinline__ void st_gram_fetch(int4 v[sizeof(T)], const T* G, int kp)
+__device__ __forceinline__ void st_gram_add(T g[16], const T* G, int kp)
 {
-    // this thread's share of G (kp x kp, published by another block), from L2
+    // g += this thread's share of G (kp x kp, published by another block)
     constexpr int per = 16 / sizeof(T);
     const int nv = kp * kp / per;
     const int4* src = reinterpret_cast<const int4*>(G);
 #pragma unroll
-    for (int u = 0; u < 16 / per; ++u)
-        v[u] = st_gram_chunk(u) < nv ? __ldcg(src + st_gram_chunk(u)) : int4{0, 0, 0, 0};
-}
-
-template <typename T>
-__device__ __forceinline__ void st_gram_add(T g[16], const int4 v[sizeof(T)])
-{
-    // g += a share that st_gram_fetch read (zero past the kp x kp values)
-    constexpr int per = 16 / sizeof(T);
-#pragma unroll
     for (int u = 0; u < 16 / per; ++u) {
-        const T* t = reinterpret_cast<const T*>(&v[u]);
+        if (st_gram_chunk(u) < nv) {
+            const int4 v = __ldcg(src + st_gram_chunk(u));
+            const T* t = reinterpret_cast<const T*>(&v);
 #pragma unroll
-        for (int e = 0; e < per; ++e) g[u * per + e] += t[e];
+            for (int e = 0; e < per; ++e) g[u * per + e] += t[e];
+        }
     }
-}
-
-template <typename T>
-__device__ __forceinline__ void st_gram_add(T g[16], const T* G, int kp)
-{
-    int4 v[sizeof(T)];
-    st_gram_fetch(v, G, kp);
-    st_gram_add(g, v);
 }
 
 template <typename T>
@@ -714,18 +699,16 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
     // step of the chain (gflags): each thread sums its share as they come
     T g[16] = {};
 
-    // z -= (D_J P_J)^T R_JC for J < C - 2, the tiles of R one ahead in registers, and
-    // P_{J+1} too where it is known to be ready (so that a block behind the chain waits
-    // for L2 only where it has caught up); G_{J-1} is read before the product and added
-    // after it.  A tenth of the chain's steps take 5 to 40 us, not 2.3 to 3.4 (k = 1,
-    // n = 10000, timestamps): the block comes to its step late, still busy with the
-    // terms of the blocks before.  Neither this read-ahead nor asking L2 for the tiles
-    // of R four ahead changed that (A/B: within 2 percent, and the L2 requests up to 5
-    // percent slower), so a step of this loop is not waiting for memory.
+    // z -= (D_J P_J)^T R_JC for J < C - 2, the tiles of R one ahead in registers; P_J
+    // and G_{J-1} are read together (one round trip to L2 per block of the chain).  A
+    // tenth of the chain's steps take 5 to 40 us, not 2.3 to 3.4 (k = 1, n = 10000,
+    // timestamps): the block comes to its step late, still busy with the terms of the
+    // blocks before.  Reading P_{J+1} ahead where it was known ready, or asking L2 for
+    // the tiles of R four ahead, did not change that (A/B on an H100: the read-ahead
+    // within 2 percent, the L2 requests up to 5 percent slower), so a step of this loop
+    // is not waiting for memory.
     auto z_at = [&](int s) { return Zs + s * npad * kp + (long)c0 * kp; };   // segment s
     T nxt[16];
-    int4 pv[sizeof(T)];
-    bool have = false;                                 // pv holds P_J
     __shared__ int ready;                              // the last J known to be ready
     if (tid == 0) ready = -1;
     if (C >= 3) st_fetch<64>(nxt, R, ldr, n, 0, c0);
@@ -742,15 +725,12 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
         }
         __syncthreads();
         if (tid == 0 && J > 0 && J % sb == 0) st_publish(zflags + C, J / sb);
-        if (!have) st_fetch_vec<sizeof(T)>(pv, P + (long)J * ST_B * kp, ST_B * kp);
+        int4 pv[sizeof(T)];
+        st_fetch_vec<sizeof(T)>(pv, P + (long)J * ST_B * kp, ST_B * kp);
+        if (J >= 1) st_gram_add(g, Gs + (long)(J - 1) * kp * kp, kp);
         st_stash_padded<sizeof(T)>(pT, pv, ST_B * kp, kp, kl);
-        have = J + 1 <= ready && J + 3 < C;
-        if (have) st_fetch_vec<sizeof(T)>(pv, P + (long)(J + 1) * ST_B * kp, ST_B * kp);
-        int4 gv[sizeof(T)];
-        if (J >= 1) st_gram_fetch(gv, Gs + (long)(J - 1) * kp * kp, kp);
         __syncthreads();
         st_product(zT, 1, kl, pT, kl, tile, ST_LD, ST_B, k, ST_B, tq, T(-1), true);
-        if (J >= 1) st_gram_add(g, gv);
     }
     __syncthreads();
     if (C >= 3 && (C - 2) % sb == 0)
@@ -815,9 +795,11 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
             if (e < kp * kp && q < k && r < k) S[e] = T(q == r) + sgn * g[u];
         }
     }
-    // S = L L^T, L = Us^T: Us^T Us in the upper triangle, then L in the lower one
+    // S = L L^T, L = Us^T: Us^T Us in the upper triangle, then L in the lower one where
+    // the solves with L below go row by row
+    const bool by_inverse = k > 32;
     const bool spd = st_cholesky(S, k, kp, k, Mx) < 0;
-    for (int e = tid; spd && e < k * k; e += ST_NT)
+    for (int e = tid; spd && !by_inverse && e < k * k; e += ST_NT)
         if (e % k < e / k) S[e / k * kp + e % k] = S[e % k * kp + e / k];
     __syncthreads();
     if (!spd) {
@@ -835,7 +817,6 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
     // On an H100 at k = 64 they took 26 and 47 us row by row, 40 percent of the block's
     // work after its step of the chain, and 17 (the inverse included) and 6 us as
     // products; at k = 16 the update was 2 to 3 percent faster row by row.
-    const bool by_inverse = k > 32;
     T* const XT = zT;                                  // X^T, rows of 64 values
     T* const UsT = yT;                                 // Us^{-T} (kp x kp), after X
     if (by_inverse) {
