@@ -300,8 +300,9 @@ def _structured_table(n, device, follow):
     """The jobs of ``structured_apply`` for order n, one int4 per thread block: (tile of
     64 columns, segment, first row, end row); segment -1 zeroes rows below the diagonal
     block.  After the solve (follow false): tiles from the last (the tallest) first.
-    Following it in the same launch: the zeros first, then segment by segment, the order
-    in which the solve makes them ready.  Made once per n (and device)."""
+    Following it in the same launch: segment by segment, the order in which the solve
+    makes them ready, and no zeros (the solve's blocks write them while they wait).
+    Made once per n (and device)."""
     import cupy as cp
     del device                                   # (part of the cache key)
     nb, sb = _structured_blocks(n)
@@ -310,9 +311,10 @@ def _structured_table(n, device, follow):
     for t in reversed(range(nb)):
         top = min(64 * t + 64, n)
         jobs += [(t, s, s * seg, min(s * seg + seg, top)) for s in range(-(-top // seg))]
-        jobs += [(t, -1, r, min(r + seg, n)) for r in range(top, n, seg)]
+        if not follow:
+            jobs += [(t, -1, r, min(r + seg, n)) for r in range(top, n, seg)]
     if follow:
-        jobs.sort(key=lambda job: (job[1] >= 0, job[1]))
+        jobs.sort(key=lambda job: job[1])
     return cp.asarray(np.array(jobs, dtype=np.int32))
 
 
@@ -787,7 +789,8 @@ class GpuExecutor(Executor):
         ``structured_apply`` forms ``out = M R`` as products, one thread block per 64
         columns and segment of rows.  Into a new array both run in one launch
         (``structured_update``), each apply block starting as soon as the solve has made
-        its rows ready; in place (``out`` is ``R``) the apply is a second launch, since
+        its rows ready, and the solve's blocks writing the zeros below the diagonal while
+        they wait for the chain; in place (``out`` is ``R``) the apply is a second launch, since
         the solve reads R to the end.  ``R`` (n x n, contiguous rows) is read as
         ``triu(R)`` with each row times the sign of its diagonal entry; ``W`` is k x n
         (k <= 64, any strides).  Both are checked on the way (non-finite values, a zero on

@@ -524,6 +524,24 @@ class TestCuPy:
                                        rtol=0, atol=tol)
             np.testing.assert_array_equal(cp.asnumpy(R_d), Rs)
 
+    @pytest.mark.parametrize("follow", [True, False])
+    @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+    @pytest.mark.parametrize("n, k", [(130, 1), (700, 16), (2100, 64)])
+    def test_structured_writes_every_value(self, n, k, dtype, follow, monkeypatch):
+        """Into an array filled with nan, the structured kernels write every value: the
+        factor above the diagonal and zeros below it (written by the solve's blocks when
+        the apply follows it in one launch, by the apply's jobs otherwise)."""
+        import cupy as cp
+
+        from qrlab.gpu import GpuExecutor
+        monkeypatch.setattr(GpuExecutor, "structured_follow", follow)
+        R, V, A64, target = make_problem(n, k, dtype, False, seed=n)
+        out = cp.full((n, n), cp.nan, dtype=dtype)
+        fail, zero, nonfinite = GpuExecutor().structured_update(
+            cp.ascontiguousarray(cp.asarray(R)), cp.asarray(V).T, 1, out)
+        assert (fail, zero, nonfinite) == (-1, -1, 0)
+        check_factor(cp.asnumpy(out), A64, V, target, dtype)
+
     @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
     @pytest.mark.parametrize("n, k", [(65, 1), (700, 16), (1100, 64), (4100, 3)])
     def test_structured_one_launch_is_two(self, n, k, dtype, monkeypatch):

@@ -30,7 +30,12 @@
 // structured_update: both in one launch, into a new array: the first nb blocks (tickets)
 //   solve, the others apply, each waiting for its segment's z (zflags) and for each block
 //   of rows it reaches (done), so the product follows the chain instead of waiting for
-//   its end.
+//   its end.  The blocks of the solve write the zeros (a 64 x 64 tile of their rows each
+//   time they wait in the loop over J < C - 2, the rest when done), not the apply: on an
+//   H100 that made the update 2.5 to 6.5 percent faster at n = 10000 and 20000 (k <= 16;
+//   up to 3 for k = 64) and 0 to 4 at n = 5000 in double, and 2 to 3 percent slower at
+//   n = 5000 in float for k <= 16 (A/B in one process), where the apply had SMs to
+//   spare for them.
 //
 // In double the products of 64 columns (z, y, M, and in the apply Z and R~_I) run on the
 // tensor cores (st_product_dmma, st_apply_out): on an H100 the update at n = 20000 took
@@ -113,24 +118,39 @@ __device__ __forceinline__ void st_publish(int* flag, int value = 1)
     asm volatile("st.release.gpu.global.s32 [%0], %1;" :: "l"(flag), "r"(value) : "memory");
 }
 
-__device__ int st_ready(const int* flags, const int* gflags, int from, int end)
+__device__ int st_poll(const int* flags, const int* gflags, int from, int end)
 {
     // By one warp: the last J' < end such that blocks from .. J' have all published P_J
-    // (flags[J]) and G_{J-1} (gflags[J - 1]), waiting for block `from` if none is.  Reads
-    // 32 blocks' flags at once, so that a block that starts behind the chain (at large n
-    // not every block of the solve is resident at once) catches up with one round trip
-    // per 32 blocks, not two per block.
-    const int lane = threadIdx.x & 31, J = from + lane;
-    const bool set = J < end && st_acquire(flags + J) >= 1
-                     && (J == 0 || st_acquire(gflags + J - 1) >= 1);
-    const unsigned ok = __ballot_sync(0xffffffff, set);
-    if (ok & 1) return from + (~ok ? __ffs(~ok) - 1 : 32) - 1;
-    if (lane == 0) {
-        st_wait(flags + from);
-        if (from > 0) st_wait(gflags + from - 1);
-    }
-    __syncwarp();
-    return from;
+    // (flags[J]) and G_{J-1} (gflags[J - 1]), or from - 1 if block `from` has not.  Lane
+    // i reads flags[from + i], lane 16 + i gflags[from + i - 1]: one load a lane, so one
+    // round trip to L2 (two acquires in a row are two, the second ordered after the
+    // first; saving it left the update's time as it was, within 2 percent), and a block
+    // that starts behind the chain (at large n not every block of the solve is resident
+    // at once) catches up with one per 16 blocks.
+    const int lane = threadIdx.x & 31, J = from + (lane & 15);
+    const int* f = lane < 16 || J == 0 ? flags + J : gflags + J - 1;
+    const unsigned set = __ballot_sync(0xffffffff, J < end && st_acquire(f) >= 1);
+    const unsigned ok = set & (set >> 16);               // bit i: block from + i ready
+    return from + __ffs(~ok) - 2;
+}
+
+__device__ int st_ready(const int* flags, const int* gflags, int from, int end)
+{
+    // st_poll, waiting for block `from` if it has not published
+    int r;
+    while ((r = st_poll(flags, gflags, from, end)) < from) {}
+    return r;
+}
+
+template <typename T>
+__device__ __forceinline__ void st_zero(T* out, long ldo, int r0, int h, int c0, int c1,
+                                        int w0 = 0)
+{
+    // rows r0 .. r0 + h, columns c0 .. c1 of out set to zero, a row a warp, by warps w0
+    // and after; streaming stores, as nothing reads them back
+    const int lane = threadIdx.x & 31, nw = ST_NT / 32 - w0;
+    for (int r = (threadIdx.x >> 5) - w0; r < h; r += nw)
+        for (int c = c0 + lane; c < c1; c += 32) __stcs(out + (long)(r0 + r) * ldo + c, T(0));
 }
 
 template <int ROWS, typename T>
@@ -611,28 +631,45 @@ __device__ __forceinline__ unsigned st_gram_chunk(int u)
 }
 
 template <typename T>
-__device__ __forceinline__ void st_gram_add(T g[16], const T* G, int kp)
+__device__ __forceinline__ void st_gram_fetch(int4 v[sizeof(T)], const T* G, int kp)
 {
-    // g += this thread's share of G (kp x kp, published by another block)
+    // this thread's share of G (kp x kp, published by another block), from L2
     constexpr int per = 16 / sizeof(T);
     const int nv = kp * kp / per;
     const int4* src = reinterpret_cast<const int4*>(G);
 #pragma unroll
-    for (int u = 0; u < 16 / per; ++u) {
-        if (st_gram_chunk(u) < nv) {
-            const int4 v = __ldcg(src + st_gram_chunk(u));
-            const T* t = reinterpret_cast<const T*>(&v);
+    for (int u = 0; u < 16 / per; ++u)
+        v[u] = st_gram_chunk(u) < nv ? __ldcg(src + st_gram_chunk(u)) : int4{0, 0, 0, 0};
+}
+
+template <typename T>
+__device__ __forceinline__ void st_gram_add(T g[16], const int4 v[sizeof(T)])
+{
+    // g += a share that st_gram_fetch read (zero past the kp x kp values)
+    constexpr int per = 16 / sizeof(T);
 #pragma unroll
-            for (int e = 0; e < per; ++e) g[u * per + e] += t[e];
-        }
+    for (int u = 0; u < 16 / per; ++u) {
+        const T* t = reinterpret_cast<const T*>(&v[u]);
+#pragma unroll
+        for (int e = 0; e < per; ++e) g[u * per + e] += t[e];
     }
 }
 
 template <typename T>
-__device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __restrict__ W,
-                         long wq, long wc, int n, int k, T sgn, T* P, T* F, T* Zs, T* Gs,
-                         int sb, int* sync)
+__device__ __forceinline__ void st_gram_add(T g[16], const T* G, int kp)
 {
+    int4 v[sizeof(T)];
+    st_gram_fetch<T>(v, G, kp);
+    st_gram_add(g, v);
+}
+
+template <typename T>
+__device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __restrict__ W,
+                        long wq, long wc, int n, int k, T sgn, T* P, T* F, T* Zs, T* Gs,
+                        int sb, int* sync, T* zout = nullptr, long ldo = 0)
+{
+    // returns how many of the C tiles of zeros left of its diagonal block in zout (the
+    // update's new array, or none) this block wrote while it waited for the chain
     extern __shared__ __align__(16) unsigned char st_raw[];
     const int kp = (k + 3) & ~3, kl = st_kp_ld(kp), tid = threadIdx.x;
     T* const inv = reinterpret_cast<T*>(st_raw);      // R_CC^{-1}; then S and L
@@ -654,6 +691,8 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
     int* const done = zflags + nb;     // F written (or the block gave up)
     const int c0 = C * ST_B, h = min(ST_B, n - c0);
     const int tq = st_rows_per_thread(k);             // of a k x 64 product
+    __shared__ int ready;                             // the last J known to be ready (loop
+    if (tid == 0) ready = -1;                         //   over J < C - 2 below)
 
     // Row signs: R = D R+ with R+'s diagonal positive, and R+^T R+ = R^T R.  The block
     // publishes D_C P_C, so that P_J^T R+_JC = (D_J P_J)^T R_JC takes R's tiles as they are
@@ -699,38 +738,56 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
     // step of the chain (gflags): each thread sums its share as they come
     T g[16] = {};
 
-    // z -= (D_J P_J)^T R_JC for J < C - 2, the tiles of R one ahead in registers; P_J
-    // and G_{J-1} are read together (one round trip to L2 per block of the chain).  A
-    // tenth of the chain's steps take 5 to 40 us, not 2.3 to 3.4 (k = 1, n = 10000,
-    // timestamps): the block comes to its step late, still busy with the terms of the
-    // blocks before.  Reading P_{J+1} ahead where it was known ready, or asking L2 for
-    // the tiles of R four ahead, did not change that (A/B on an H100: the read-ahead
-    // within 2 percent, the L2 requests up to 5 percent slower), so a step of this loop
-    // is not waiting for memory.
+    // z -= (D_J P_J)^T R_JC for J < C - 2, the tiles of R one ahead in registers, G_{J-1}
+    // read before the product and added after it, and in double P_{J+1} read ahead
+    // where it is known ready.  A tenth of the chain's steps take 5 to 40 us, not 2.3
+    // to 3.4 (k = 1, n = 10000, timestamps): the block comes to its step late, still
+    // busy with the terms of the blocks before.  Neither the read-ahead nor asking L2
+    // for the tiles of R four ahead changed that for k <= 16 (A/B on an H100: within 3
+    // percent, the L2 requests up to 5 percent slower), but in double the read-ahead
+    // made k = 64 (a P_J of 32 KB) 5 to 10 percent faster at n = 5000 to 20000; in
+    // float it gained nothing.
+    constexpr bool ahead = sizeof(T) == 8;
     auto z_at = [&](int s) { return Zs + s * npad * kp + (long)c0 * kp; };   // segment s
     T nxt[16];
-    __shared__ int ready;                              // the last J known to be ready
-    if (tid == 0) ready = -1;
+    int4 pv[sizeof(T)];
+    bool have = false;                                 // pv holds P_J
+    int zt = 0;                                        // tiles of zeros written
     if (C >= 3) st_fetch<64>(nxt, R, ldr, n, 0, c0);
     for (int J = 0; J + 2 < C; ++J) {
+        const bool wait = J > ready;   // (read before the barrier: written only after it)
         __syncthreads();
         st_stash<64>(tile, nxt);
         finite &= st_finite<16>(nxt);
         if (J + 3 < C) st_fetch<64>(nxt, R, ldr, n, (J + 1) * ST_B, c0);
         if (J > 0 && J % sb == 0)
             st_copy_out(z_at(J / sb), zT, ST_B * kp, kp, kl);
-        if (tid < 32 && J > ready) {
-            const int r = st_ready(flags, gflags, J, C - 2);
-            if (tid == 0) ready = r;
+        if (wait) {
+            // warp 0 waits for the chain to reach J (and may find more ready); meanwhile
+            // the others write a tile of this block's zeros (in the new array): blocks
+            // that would only wait write them, spread over the chain (in double, by the
+            // time the chain ended the apply had 1296 jobs of zeros to run at n = 10000,
+            // before 800 of its products).  Close to its step the block only waits.
+            const bool zero = zout && zt < C && J + 4 < C;
+            if (tid < 32) {
+                const int r = st_ready(flags, gflags, J, C - 2);
+                if (tid == 0) ready = r;
+            } else if (zero) {
+                st_zero(zout, ldo, c0, h, ST_B * zt, ST_B * (zt + 1), 1);
+            }
+            zt += zero;
         }
         __syncthreads();
         if (tid == 0 && J > 0 && J % sb == 0) st_publish(zflags + C, J / sb);
-        int4 pv[sizeof(T)];
-        st_fetch_vec<sizeof(T)>(pv, P + (long)J * ST_B * kp, ST_B * kp);
-        if (J >= 1) st_gram_add(g, Gs + (long)(J - 1) * kp * kp, kp);
+        if (!have) st_fetch_vec<sizeof(T)>(pv, P + (long)J * ST_B * kp, ST_B * kp);
         st_stash_padded<sizeof(T)>(pT, pv, ST_B * kp, kp, kl);
+        have = ahead && J + 1 <= ready && J + 3 < C;
+        if (have) st_fetch_vec<sizeof(T)>(pv, P + (long)(J + 1) * ST_B * kp, ST_B * kp);
+        int4 gv[sizeof(T)];
+        if (J >= 1) st_gram_fetch<T>(gv, Gs + (long)(J - 1) * kp * kp, kp);
         __syncthreads();
         st_product(zT, 1, kl, pT, kl, tile, ST_LD, ST_B, k, ST_B, tq, T(-1), true);
+        if (J >= 1) st_gram_add(g, gv);
     }
     __syncthreads();
     if (C >= 3 && (C - 2) % sb == 0)
@@ -808,7 +865,7 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
             atomicMax(fail, n - c0);
             st_publish(done + C);
         }
-        return;
+        return zt;
     }
 
     // The triangular solves with L, X = P_C L^{-T} here and Wm = sgn (U^{-T} X) L^{-1}
@@ -868,7 +925,7 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
             if (j < h) atomicMax(fail, n - (c0 + j));
             st_publish(done + C);
         }
-        return;
+        return zt;
     }
     // Wm = sgn (U^{-T} X) L^{-1}: into zT (rows kl apart), or in place row by row from
     // the last column
@@ -903,6 +960,7 @@ __device__ void st_solve(int C, const T* __restrict__ R, long ldr, const T* __re
     }
     __syncthreads();
     if (tid == 0) st_publish(done + C);
+    return zt;
 }
 
 template <typename T>
@@ -1065,8 +1123,13 @@ __device__ void st_update(const T* R, long ldr, T* out, long ldo, const T* W, lo
     // the solve and the apply in one launch (out is not R): the first nb blocks solve, the
     // others apply, each as soon as the rows it needs are ready
     const int t = st_ticket(sync), nb = (n + ST_B - 1) / ST_B;
-    if (t < nb) st_solve(t, R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb, sync);
-    else st_apply(table[t - nb], true, R, ldr, out, ldo, W, wq, wc, n, k, P, F, Zs, 0, sync);
+    if (t < nb) {
+        // a block of the solve writes the zeros left of its diagonal block (the apply's
+        // table has none), those it did not write while waiting once it is done
+        const int zt = st_solve(t, R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb, sync,
+                                out, ldo);
+        st_zero(out, ldo, t * ST_B, min(ST_B, n - t * ST_B), zt * ST_B, t * ST_B);
+    } else st_apply(table[t - nb], true, R, ldr, out, ldo, W, wq, wc, n, k, P, F, Zs, 0, sync);
 }
 
 extern "C" {
