@@ -552,20 +552,22 @@ for n in sorted({r["n"] for r in rows}):
 # "per-panel launches"), and the array-operation panels ($b = 256$) up to $n = 5000$.
 #
 # Plainly: **the update beats cuSOLVER's refactorization for every $k \le 64$ at every
-# $n$ from 1000 up, in both precisions**. At $n \ge 5000$ it is 7.0 to 51 times faster
-# with $\tilde A$'s forming included and 6.7 to 50 times without; the thinnest margin is
+# $n$ from 1000 up, in both precisions**. At $n \ge 5000$ it is 7.3 to 54 times faster
+# with $\tilde A$'s forming included and 7.0 to 52 times without; the thinnest margin is
 # float32, $n = 5000$, $k = 64$. For $k = 256$ it wins from $n = 5000$ in both
 # precisions (1.6 to 3.5 times faster in float32); at $n = 1000$ refactorizing is faster,
 # at $n = 2000$ too in float64 (by about a tenth), and in float32 the two are even there
 # (within a few percent, less than two runs of the benchmark differ by: this table may
 # show either one ahead).
-# The structured method is 3.1 to 7.0 times faster than the chain of reflectors at
-# $n \ge 5000$. At $k \le 64$ and $n \ge 5000$ it sits 2.4 to 10.3 times above the floor
-# (the chain sat 7.6 to 59 times above): within 4 times at $n = 20000$ in both precisions
-# (float32 3.2 to 3.6, float64 2.4 to 3.6), at $n = 10000$ in float32 for $k = 64$
-# (3.98; 4.5 and 4.1 for $k = 1$ and 16) and in float64 for $k = 16$ and 64 (4.6 for
-# $k = 1$), at $n = 5000$ in float64 for $k = 64$ (3.9), and furthest at $n = 5000$ in
-# float32 (9 to 10). The products run on the tensor cores: in float64
+# The structured method is 3.3 to 7.6 times faster than the chain of reflectors at
+# $n \ge 5000$. At $k \le 64$ and $n \ge 5000$ it sits 2.4 to 10.1 times above the floor
+# (the chain sat 7.7 to 62 times above): within 4 times at $n = 20000$ in both precisions
+# (float32 3.1 to 3.4, float64 2.4 to 3.6), at $n = 10000$ in float32 for $k = 64$
+# (3.97; 4.5 and 4.1 for $k = 1$ and 16) and in float64 for $k = 16$ and 64 (4.2 for
+# $k = 1$), at $n = 5000$ in float64 for $k = 64$ (3.85), and furthest at $n = 5000$ in
+# float32 (8.7 to 10). Two runs of the benchmark on different H100s have differed by 1 to
+# 4 percent, so the cases near 4 may land on either side. The products run on the
+# tensor cores: in float64
 # as DMMA, which took the update at $n = 20000$ from 4.8, 9.0 and 16 ms to 4.0, 5.5
 # and 8.5 ms for $k = 1$, 16 and 64; in float32 for $k \ge 8$ in 3xTF32 (each value
 # split into two TF32 parts, three products kept), which took 15 to 18 percent off the
@@ -573,7 +575,10 @@ for n in sorted({r["n"] for r in rows}):
 # $k > 32$ each block's two triangular solves with the $k \times k$ factor of $S$ run as
 # products with its inverse (row by row they took 73 of the 170 us a block works after
 # its step at $k = 64$); with the hand-off's flag published by a release alone (no fence
-# before it) that took 2 to 12 percent off the update at $k = 64$. What
+# before it) that took 2 to 12 percent off the update at $k = 64$. Into a new array
+# the zeros below the diagonal (half of what is written) are written by the solve's
+# blocks while they wait for the chain, not by the product's: that took 2.5 to 6.5
+# percent off the update at $n = 10000$ and 20000 for $k \le 16$. What
 # bounds it at $n = 5000$ is the solve's chain: a step costs 2.3 to 8 us per 64 columns
 # (seeing the flag, loading the previous block from L2, one small product and its own
 # flag) when the block is ready for it, and the slowest tenth take 5 to 40 us because
@@ -890,9 +895,9 @@ print("stationary window: q='none' error below 100 cond(A) eps at every cond: Tr
 # * On the GPU, for $k \le 64$, the update is $\tilde R = M R$ with $M$ the structured
 #   Cholesky factor of $I \pm P P^T$, $P = R^{-T} V$: a triangular solve 64 rows a
 #   step, and matrix products that follow it in the same launch. On the H100 that beats
-#   cuSOLVER's refactorization for every $k \le 64$ from $n = 1000$ (up to 52 times at
-#   $n = 20000$). It runs 3.1 to 7.0 times faster than the chain of $n$ dependent
-#   reflectors that $k = 256$ still uses, and 2.4 to 10.3 times above the bandwidth floor
+#   cuSOLVER's refactorization for every $k \le 64$ from $n = 1000$ (up to 54 times at
+#   $n = 20000$). It runs 3.3 to 7.6 times faster than the chain of $n$ dependent
+#   reflectors that $k = 256$ still uses, and 2.4 to 10.1 times above the bandwidth floor
 #   at $n \ge 5000$ (within 4 times at $n = 20000$ in both precisions).
 # * Errors are a few $\varepsilon$ in $\max|\tilde A - \tilde R^T\tilde R|/\max|\tilde A|$,
 #   like refactorizing, in both precisions; an impossible downdate raises `LinAlgError`
