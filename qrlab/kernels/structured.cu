@@ -740,13 +740,19 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
 
     // z -= (D_J P_J)^T R_JC for J < C - 2, the tiles of R one ahead in registers, G_{J-1}
     // read before the product and added after it, and in double P_{J+1} read ahead
-    // where it is known ready.  A tenth of the chain's steps take 5 to 40 us, not 2.3
-    // to 3.4 (k = 1, n = 10000, timestamps): the block comes to its step late, still
-    // busy with the terms of the blocks before.  Neither the read-ahead nor asking L2
-    // for the tiles of R four ahead changed that for k <= 16 (A/B on an H100: within 3
-    // percent, the L2 requests up to 5 percent slower), but in double the read-ahead
-    // made k = 64 (a P_J of 32 KB) 5 to 10 percent faster at n = 5000 to 20000; in
-    // float it gained nothing.
+    // where it is known ready.  This loop, not the hand-off, bounds the chain for k <= 16
+    // (n = 10000, a timestamp at each part of every step of it, which made the update up
+    // to a third slower, so the parts are rough): a step of it takes 3.1 to 4.3 us
+    // (float, k = 1 and 16; 3.7 in double), longer than a step of the chain
+    // (median 2.7 and 3.5), so the blocks run 3.4 to 4.8 us (median) behind the block
+    // the chain is at and come to their own step late.  Of a step, 1.5 to 1.9 us pass
+    // between stashing R's tile and the barrier after the look at the flags even when
+    // the flags were set long before; the rest is the product (0.9 to 2 us) and P_J's
+    // load (0.3 to 0.8).  What did not shorten it (A/B on an H100): relaxed loads for
+    // the look (no L1 invalidation), issuing the next tile's loads after it, backing off
+    // between looks, asking L2 for the tiles of R four ahead, and reading P_{J+1} ahead
+    // (within 3 percent for k <= 16, or slower); but in double the read-ahead made
+    // k = 64 (a P_J of 32 KB) 5 to 10 percent faster at n = 5000 to 20000.
     constexpr bool ahead = sizeof(T) == 8;
     auto z_at = [&](int s) { return Zs + s * npad * kp + (long)c0 * kp; };   // segment s
     T nxt[16];
