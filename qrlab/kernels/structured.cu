@@ -774,7 +774,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
             // that would only wait write them, spread over the chain (in double, by the
             // time the chain ended the apply had 1296 jobs of zeros to run at n = 10000,
             // before 800 of its products).  Close to its step the block only waits.
-            const bool zero = zout && zt < C && J + 4 < C;
+            const bool zero = zout && J + 4 < C;       // (so zt <= J < C)
             if (tid < 32) {
                 const int r = st_ready(flags, gflags, J, C - 2);
                 if (tid == 0) ready = r;
