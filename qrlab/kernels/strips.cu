@@ -108,7 +108,7 @@ __device__ void sweep_strips(T* D, int p, const int* tops, const int* bottoms, i
                              int s_lo, int s_hi, int t_begin, int t_end, T* C, T* S,
                              int* progress, int first)
 {
-    constexpr int G = sizeof(T) == 4 ? Q : Q / 2;
+    constexpr int G = sizeof(T) == 4 || Q <= 4 ? Q : Q / 2;
     constexpr int NW = STRIP_NT / 32, SLOTS = STRIP_PREFETCH + 1;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T* cs = reinterpret_cast<T*>(smem_raw);          // CHUNK x 32 Q x (c, s): earlier strips'
@@ -178,7 +178,13 @@ __device__ void sweep_strips(T* D, int p, const int* tops, const int* bottoms, i
         // multiple of Q past s_lo); sweeps past s_end are the identity and lead nowhere.
         // Its sweeps go in groups of G, the last group first, each group's rotations
         // found together, then applied last sweep first: every inbox is read before the
-        // sweep above refills it.  (G = Q in float; in double, half, for the registers.)
+        // sweep above refills it.  G = Q but for Q = 8 in double, where Q would not fit
+        // the registers: there two groups' chains of shuffles and square roots come one
+        // after the other in every wave.  (So they did for Q = 2 and 4 in double, as
+        // groups of Q / 2: one group made removing 20 rows of 12000 x 6000 and 8000 x
+        // 6000, and 60 of 12000 x 10000 (Q = 2), 13 to 17 percent faster, float64, H100;
+        // removing 100 or 80 (Q = 4) within 2 percent.  Finding all Q = 8 rotations at
+        // once and applying them in two groups left adding 200 columns as it was.)
         const bool own = s0 >= c0;
 #pragma unroll
         for (int g = Q - G; g >= 0; g -= G) {
