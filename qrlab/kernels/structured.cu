@@ -752,7 +752,12 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     // the look (no L1 invalidation), issuing the next tile's loads after it, backing off
     // between looks, asking L2 for the tiles of R four ahead, and reading P_{J+1} ahead
     // (within 3 percent for k <= 16, or slower); but in double the read-ahead made
-    // k = 64 (a P_J of 32 KB) 5 to 10 percent faster at n = 5000 to 20000.
+    // k = 64 (a P_J of 32 KB) 5 to 10 percent faster at n = 5000 to 20000.  Nor did
+    // taking two ready P_J in one step where a block is behind (a second tile of R and
+    // of P in shared memory: one look at the flags, one round trip and one set of
+    // barriers for both; k <= 16 in float, 32 in double): the same result bit for bit,
+    // float within 3 percent, double up to 9 percent slower (n = 5000 to 20000).  So
+    // the blocks' lag behind the chain is not what the chain waits on, or not alone.
     constexpr bool ahead = sizeof(T) == 8;
     auto z_at = [&](int s) { return Zs + s * npad * kp + (long)c0 * kp; };   // segment s
     T nxt[16];
