@@ -1060,10 +1060,7 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
     const int* const done = zflags + nb;
     const int c0 = job.x * ST_B, seg = job.y, r_begin = job.z, r_end = job.w;
     if (seg < 0) {
-        for (int e = tid; e < (r_end - r_begin) * 64; e += ST_NT) {
-            const int r = r_begin + e / 64, c = c0 + e % 64;
-            if (c < n) out[(long)r * ldo + c] = 0;
-        }
+        st_zero(out, ldo, r_begin, r_end - r_begin, c0, min(c0 + ST_B, n));
         return;
     }
     T* const B = reinterpret_cast<T*>(st_raw);   // R_I (32 x 64), then Z (kp x 64): ST_LD
