@@ -67,14 +67,20 @@
 // block of the solve (k = 1: the chain 560 us, that block's own work 36 us, the launch
 // 616 us).  In double (one block per SM) the apply gets only the SMs of finished solve
 // blocks, and half to 70 percent of its block time comes after the chain (k = 1: the
-// chain 710 us, the launch 1090 us; at n = 20000, 2100 and 3800 us).  Two ways of
-// shortening these were measured (A/B in one process, n = 5000 to 20000, k = 1, 16, 64)
+// chain 710 us, the launch 1090 us; at n = 20000, 2100 and 3800 us).  These ways of
+// shortening them were measured (A/B in one process, n = 5000 to 20000, k = 1, 16, 64)
 // and dropped.  Handing P_J on as tagged 8-byte words with no flag and no fence (NCCL's
 // LL protocol) left the update between 5 percent faster (float) and 9 percent slower
 // (double, k = 64): a step is bound by its own work (a k x 64 by 64 x 64 product and
 // its barriers) and by the next block's preparation (two such products after P_{C-2}
-// arrives), not by the flag.  A ring of four tiles of R ahead in the apply (cp.async)
-// left the one launch within 2 percent: its blocks are not short of loads in flight.
+// arrives), not by the flag.  Nor did handing P_C to blocks C + 1 and C + 2 through
+// distributed shared memory (thread-block clusters of 2, 4 or 8; the receiver waits on an
+// mbarrier in its own shared memory, no L2 round trip): the same result bit for bit, but
+// float k = 1 and 16 from 4 percent faster to 10 percent slower (n = 5000 and 10000), and
+// k = 64 14 percent faster at n = 5000, 26 to 40 slower at n = 10000 (its two tiles of P
+// coming in leave one block per SM).  A ring of four tiles of R ahead in the apply
+// (cp.async) left the one launch within 2 percent: its blocks are not short of loads in
+// flight.
 // Taking P_{C-2} through M2 (one product after it comes, not a product for z and one
 // for y) made the update 2 to 7 percent faster in float and up to 6 in double (A/B, the
 // same cases); the tile it needs is made up by receiving P_J in y's place (the loop) and
