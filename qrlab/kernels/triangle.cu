@@ -216,7 +216,10 @@ __device__ __noinline__ void tri_apply(const T* Vb, const T* Lt, T* X, T* Y, T* 
 
 // 1 / sqrt(x) and 1 / x to about an ulp, without the IEEE slow paths: the reflector
 // chain waits on them once per column (t and scale stay consistent to a few ulps, like
-// LAPACK's own rounding)
+// LAPACK's own rounding).  In double, float's approximation taken to an ulp by one step
+// of third order (four dependent operations) made the update 3 to 7 percent slower on an
+// H100 (Tables 6 and 8; in strips.cu's rotations, within 2 percent): these are not what
+// the chain waits on
 __device__ __forceinline__ float tri_rsqrt(float x)
 {
     const float r = rsqrtf(x);
