@@ -78,7 +78,10 @@
 // mbarrier in its own shared memory, no L2 round trip): the same result bit for bit, but
 // float k = 1 and 16 from 4 percent faster to 10 percent slower (n = 5000 and 10000), and
 // k = 64 14 percent faster at n = 5000, 26 to 40 slower at n = 10000 (its two tiles of P
-// coming in leave one block per SM).  A ring of four tiles of R ahead in the apply
+// coming in leave one block per SM).  Nor did running the apply's last 15 to 50 percent
+// of jobs as a second launch (structured_apply: two blocks per SM in double): 1 to 14
+// percent slower at n = 5000 and 10000 in double and 4 to 27 in float, and at n = 20000
+// from 9 percent slower to 4 faster.  A ring of four tiles of R ahead in the apply
 // (cp.async) left the one launch within 2 percent: its blocks are not short of loads in
 // flight.
 // Taking P_{C-2} through M2 (one product after it comes, not a product for z and one
