@@ -77,7 +77,7 @@
 // distributed shared memory (thread-block clusters of 2, 4 or 8; the receiver waits on an
 // mbarrier in its own shared memory, no L2 round trip): the same result bit for bit, but
 // float k = 1 and 16 from 4 percent faster to 10 percent slower (n = 5000 and 10000), and
-// k = 64 14 percent faster at n = 5000, 26 to 40 slower at n = 10000 (its two tiles of P
+// k = 64 10 to 14 percent faster at n = 5000, 26 to 40 slower at n = 10000 (two tiles of P
 // coming in leave one block per SM).  Nor did running the apply's last 15 to 50 percent
 // of jobs as a second launch (structured_apply: two blocks per SM in double): 1 to 14
 // percent slower at n = 5000 and 10000 in double and 4 to 27 in float, and at n = 20000
