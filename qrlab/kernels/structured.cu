@@ -517,8 +517,10 @@ __device__ void st_product(T* out, int oq, int oc, const T* At, int lda, const T
     // out[q][c] (at out[q * oq + c * oc]) = (accumulate ? out[q][c] : 0)
     //     + sgn sum_{l < K} At[l][q] B[l][c]    for q < rows, c < cols (a multiple of 4),
     // and 0 for c < czero; At[l][q] is At[l * lda + q * aq].  Threads as StSplit, tq rows
-    // each (1, 2 or 4: a template argument below, so that the sums stay in registers).  No
-    // barrier; every thread must call it (the partial sums meet by shuffles).  8 or more
+    // each (1, 2 or 4: a template argument below, so that the sums stay in registers), so
+    // at most ST_NT groups of tq x 4 outputs: 64 x 64 at tq = 4 (no caller needs more, and
+    // nothing checks it: more would leave outputs unwritten).  No barrier; every thread
+    // must call it (the partial sums meet by shuffles).  8 or more
     // rows of 64 columns go to the tensor cores: in double for K a multiple of 4
     // (st_product_dmma), in float for K a multiple of 8 (st_product_tf32); for fewer
     // rows the sum split over lanes has the shorter chain (the solve for k = 1 took 1.7
