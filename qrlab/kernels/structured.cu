@@ -67,7 +67,11 @@
 // block of the solve (k = 1: the chain 560 us, that block's own work 36 us, the launch
 // 616 us).  In double (one block per SM) the apply gets only the SMs of finished solve
 // blocks, and half to 70 percent of its block time comes after the chain (k = 1: the
-// chain 710 us, the launch 1090 us; at n = 20000, 2100 and 3800 us).  These ways of
+// chain 710 us, the launch 1090 us; at n = 20000, 2100 and 3800 us).  At n = 5000 (float,
+// k = 1; 79 blocks, a step 2.5 us) the last P_C comes 247 us after the first block starts, the
+// last block's F (its M_II factor 32 us of it) at 287 and the apply's end at 304, of the
+// 348 us the benchmark counts (with the flags' zeroing and read-back): the chain alone
+// is 1.8 times the 137 us of 4x its floor.  These ways of
 // shortening them were measured (A/B in one process, n = 5000 to 20000, k = 1, 16, 64)
 // and dropped.  Handing P_J on as tagged 8-byte words with no flag and no fence (NCCL's
 // LL protocol) left the update between 5 percent faster (float) and 9 percent slower
@@ -600,14 +604,15 @@ __device__ int st_cholesky(T* A, int rows, int la, int cols, T* rsd)
     // is, scaled by 1 / d_j) from the rows below; it writes only rows below j, so one
     // barrier a step is enough, and row j is scaled by rsd[j] = d_j^{-1/2} at the end.
     // A thread's rows are read, updated and written four at a time, so that the loads of
-    // a step overlap.  Blocked by 16 rows (warp 0 factoring the diagonal block in
-    // registers by shuffles, a thread per later column solving with it, the trailing rows
-    // updated in 4 x 4 tiles: 12 barriers for 64 rows, not 64) it computed the same update
-    // to rounding but left its time as it was: 1 to 3 percent faster in float, 0 to 2.4
-    // slower in double (H100, A/B in one process, n = 5000 and 10000, k = 1, 16, 64),
-    // while leaving the M_II factor out altogether (wrong values) took 5 to 11 percent
-    // off in float.  So its chain of steps is not what it costs; what is, is not known
-    // (leaving it out also changes the code the compiler makes around it).
+    // a step overlap.  For M_II (64 rows) this takes 26 to 32 us of the 35 to 40 that a
+    // block spends after its step of the chain at k = 1 (H100, globaltimer stamps), and
+    // for the last block that is on the update's critical path.  Blocked by 16 rows
+    // (warp 0 factoring the diagonal block in registers by shuffles, a thread per later
+    // column solving with it, the trailing rows updated in 4 x 4 tiles: 12 barriers for 64
+    // rows, not 64) its first version took 18 us in float, and the last one made the
+    // update (A/B in one process, n = 5000 and 10000, k = 1, 16, 64) 0.6 to 3.6 percent
+    // faster in float and from 3.3 faster to 1.6 slower in double: not enough for the
+    // code it takes.
     const int hs = ST_NT / cols, c = threadIdx.x % cols, h0 = threadIdx.x / cols;
     const int last = h0 >= hs ? -1 : c >= rows ? rows - 1 : c;
     int i0 = h0;                                      // this thread's first row below j
