@@ -68,12 +68,11 @@
 // 616 us).  In double (one block per SM) the apply gets only the SMs of finished solve
 // blocks, and half to 70 percent of its block time comes after the chain (k = 1: the
 // chain 710 us, the launch 1090 us; at n = 20000, 2100 and 3800 us).  At n = 5000 (float,
-// k = 1; 79 blocks, a step 2.5 us) the last P_C comes 247 us after the first block starts, the
-// last block's F (its M_II factor 32 us of it) at 287 and the apply's end at 304, of the
-// 348 us the benchmark counts (with the flags' zeroing and read-back): the chain alone
-// is 1.8 times the 137 us of 4x its floor.  These ways of
-// shortening them were measured (A/B in one process, n = 5000 to 20000, k = 1, 16, 64)
-// and dropped.  Handing P_J on as tagged 8-byte words with no flag and no fence (NCCL's
+// k = 1; 79 blocks, a step 2.5 us) the last P_C comes 247 us after the first block
+// starts, the last block's F (its M_II factor 32 us of it) at 287 and the apply's end at
+// 304, of the 348 us the benchmark counts (with the flags' zeroing and read-back): the
+// chain alone is 1.8 times the 137 us of 4x its floor.  These ways of shortening them
+// were measured (A/B in one process, n = 5000 to 20000, k = 1, 16, 64) and dropped.  Handing P_J on as tagged 8-byte words with no flag and no fence (NCCL's
 // LL protocol) left the update between 5 percent faster (float) and 9 percent slower
 // (double, k = 64): a step is bound by its own work (a k x 64 by 64 x 64 product and
 // its barriers) and by the next block's preparation (two such products after P_{C-2}
