@@ -72,9 +72,10 @@
 // starts, the last block's F (its M_II factor 32 us of it) at 287 and the apply's end at
 // 304, of the 348 us the benchmark counts (with the flags' zeroing and read-back): the
 // chain alone is 1.8 times the 137 us of 4x its floor.  These ways of shortening them
-// were measured (A/B in one process, n = 5000 to 20000, k = 1, 16, 64) and dropped.  Handing P_J on as tagged 8-byte words with no flag and no fence (NCCL's
-// LL protocol) left the update between 5 percent faster (float) and 9 percent slower
-// (double, k = 64): a step is bound by its own work (a k x 64 by 64 x 64 product and
+// were measured (A/B in one process, n = 5000 to 20000, k = 1, 16, 64) and dropped.
+// Handing P_J on as tagged 8-byte words with no flag and no fence (NCCL's LL protocol)
+// left the update between 5 percent faster (float) and 9 percent slower (double, k = 64):
+// a step is bound by its own work (a k x 64 by 64 x 64 product and
 // its barriers) and by the next block's preparation (two such products after P_{C-2}
 // arrives), not by the flag.  Nor did handing P_C to blocks C + 1 and C + 2 through
 // distributed shared memory (thread-block clusters of 2, 4 or 8; the receiver waits on an
