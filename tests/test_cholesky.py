@@ -417,10 +417,12 @@ class TestCuPy:
     @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
     @pytest.mark.parametrize("n, k, j", [(70, 4, 45), (70, 4, 0), (64, 3, 63), (40, 300, 32),
                                          (300, 16, 299), (300, 16, 131), (200, 700, 150),
-                                         (700, 64, 640), (700, 33, 64)])
+                                         (700, 64, 640), (700, 33, 64), (300, 1, 131),
+                                         (70, 1, 0), (128, 1, 127)])
     def test_failing_downdate_fused(self, n, k, j, dtype, overwrite, path, monkeypatch):
         """The fused GPU paths (block_size=None) name the same column and leave R alone;
-        k = 700 runs as several launches, the failing column of V in the last."""
+        k = 700 runs as several launches, the failing column of V in the last; k = 1 is
+        the structured path's closed-form factor of each block."""
         import cupy as cp
 
         use_fused_path(monkeypatch, path)

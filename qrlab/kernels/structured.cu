@@ -69,9 +69,10 @@
 // blocks, and half to 70 percent of its block time comes after the chain (k = 1: the
 // chain 710 us, the launch 1090 us; at n = 20000, 2100 and 3800 us).  At n = 5000 (float,
 // k = 1; 79 blocks, a step 2.5 us) the last P_C comes 247 us after the first block
-// starts, the last block's F (its M_II factor 32 us of it) at 287 and the apply's end at
-// 304, of the 348 us the benchmark counts (with the flags' zeroing and read-back): the
-// chain alone is 1.8 times the 137 us of 4x its floor.  These ways of shortening them
+// starts, the last block's F (its M_II factor 32 us of it, by st_cholesky: k = 1 now
+// has it in closed form) at 287 and the apply's end at 304, of the 348 us the benchmark
+// counts (with the flags' zeroing and read-back): the chain alone is 1.8 times the 137 us
+// of 4x its floor.  These ways of shortening them
 // were measured (A/B in one process, n = 5000 to 20000, k = 1, 16, 64) and dropped.
 // Handing P_J on as tagged 8-byte words with no flag and no fence (NCCL's LL protocol)
 // left the update between 5 percent faster (float) and 9 percent slower (double, k = 64):
@@ -606,7 +607,8 @@ __device__ int st_cholesky(T* A, int rows, int la, int cols, T* rsd)
     // A thread's rows are read, updated and written four at a time, so that the loads of
     // a step overlap.  For M_II (64 rows) this takes 26 to 32 us of the 35 to 40 that a
     // block spends after its step of the chain at k = 1 (H100, globaltimer stamps), and
-    // for the last block that is on the update's critical path.  Blocked by 16 rows
+    // for the last block that is on the update's critical path (for k = 1 it is now
+    // st_cholesky_rank1's closed form, below).  Blocked by 16 rows
     // (warp 0 factoring the diagonal block in registers by shuffles, a thread per later
     // column solving with it, the trailing rows updated in 4 x 4 tiles: 12 barriers for 64
     // rows, not 64) its first version took 18 us in float, and the last one made the
@@ -641,6 +643,47 @@ __device__ int st_cholesky(T* A, int rows, int la, int cols, T* rsd)
     for (int e = threadIdx.x; e < rows * cols; e += ST_NT) {
         const int j = e / cols, c = e % cols;
         if (c >= j) A[j * la + c] *= rsd[j];
+    }
+    __syncthreads();
+    return -1;
+}
+
+template <typename T>
+__device__ int st_cholesky_rank1(T* A, int la, const T* x, T sgn, T* rs)
+{
+    // st_cholesky's result for A = [I + sgn x x^T | x] (64 rows, x in column 64 and
+    // zeros after it up to la) in closed form, the method C1 of Gill, Golub, Murray and
+    // Saunders within the block: with t_{-1} = 1 and t_r = t_{r-1} + sgn x_r^2,
+    //     U[r][r] = sqrt(t_r / t_{r-1}),   U[r][c] = sgn x_r x_c / sqrt(t_r t_{r-1}) (c > r),
+    //     (U^{-T} x)_r = x_r / sqrt(t_r t_{r-1}).
+    // A thread sums its own t_r (64 terms), so there is no chain of 64 steps with a
+    // barrier each.  Returns the first r with t_r not positive (pivot t_r / t_{r-1}), or
+    // -1; rs: scratch for 128 values.  Starts and ends with a barrier.  On an H100 (A/B in
+    // one process, the update at k = 1) it took 2 to 13 percent off the update in float
+    // (n = 200 to 10000) and 2 to 7 in double (n = 1000 and 10000; n = 5000 the same),
+    // and the error max |R~^T R~ - A~| / max |A~| was no larger (float: 3e-7 to 4e-7,
+    // against 5e-7 to 1e-6 by st_cholesky).
+    __shared__ int first;
+    const int tid = threadIdx.x;
+    __syncthreads();
+    if (tid == 0) first = ST_B;
+    if (tid < ST_B) {
+        T before = 1, t = 1;
+        for (int j = 0; j <= tid; ++j) {
+            before = t;
+            t = fma(sgn * x[j], x[j], t);
+        }
+        if (!(t > T(0))) atomicMin(&first, tid);
+        const T q = st_rsqrt(before) * st_rsqrt(t);
+        rs[tid] = q;
+        rs[ST_B + tid] = sqrt(t) * st_rsqrt(before);
+        for (int c = ST_B; c < la; ++c) A[tid * la + c] = c == ST_B ? x[tid] * q : T(0);
+    }
+    __syncthreads();
+    if (first < ST_B) return first;
+    for (int e = tid; e < ST_B * ST_B; e += ST_NT) {
+        const int r = e / ST_B, c = e % ST_B;
+        if (c >= r) A[r * la + c] = c == r ? rs[ST_B + r] : sgn * x[r] * x[c] * rs[r];
     }
     __syncthreads();
     return -1;
@@ -946,14 +989,19 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     // [C | X] with C = I + sgn X X^T, then C = U^T U carrying X to U^{-T} X
     const int la = ST_B + kp;
     T* const A = tile;                                 // (64 x la: tile and M2)
-    st_product(A, la, 1, XT, ST_B, XT, ST_B, k, ST_B, ST_B, 4, sgn, false);
-    for (int e = tid; e < ST_B * kp; e += ST_NT) {
-        const int r = e / kp, q = e % kp;
-        A[r * la + ST_B + q] = XT[q * ST_B + r];
+    int j;
+    if (k == 1) {
+        j = st_cholesky_rank1(A, la, XT, sgn, Mx);
+    } else {
+        st_product(A, la, 1, XT, ST_B, XT, ST_B, k, ST_B, ST_B, 4, sgn, false);
+        for (int e = tid; e < ST_B * kp; e += ST_NT) {
+            const int r = e / kp, q = e % kp;
+            A[r * la + ST_B + q] = XT[q * ST_B + r];
+        }
+        __syncthreads();
+        if (tid < ST_B) A[tid * la + tid] += T(1);
+        j = st_cholesky(A, ST_B, la, la, Mx);
     }
-    __syncthreads();
-    if (tid < ST_B) A[tid * la + tid] += T(1);
-    const int j = st_cholesky(A, ST_B, la, la, Mx);
     if (j >= 0) {
         if (tid == 0) {
             if (j < h) atomicMax(fail, n - (c0 + j));
