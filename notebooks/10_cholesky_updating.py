@@ -552,23 +552,26 @@ for n in sorted({r["n"] for r in rows}):
 # "per-panel launches"), and the array-operation panels ($b = 256$) up to $n = 5000$.
 #
 # Plainly: **the update beats cuSOLVER's refactorization for every $k \le 64$ at every
-# $n$ from 1000 up, in both precisions**. At $n \ge 5000$ it is 7.3 to 54 times faster
-# with $\tilde A$'s forming included and 7.0 to 52 times without; the thinnest margin is
+# $n$ from 1000 up, in both precisions**. At $n \ge 5000$ it is 7.4 to 55 times faster
+# with $\tilde A$'s forming included and 7.1 to 54 times without; the thinnest margin is
 # float32, $n = 5000$, $k = 64$. For $k = 256$ it wins from $n = 5000$ in both
 # precisions (1.6 to 3.5 times faster in float32); at $n = 1000$ refactorizing is faster,
 # at $n = 2000$ too in float64 (by about a tenth), and in float32 the two are even there
 # (within a few percent, less than two runs of the benchmark differ by: this table may
 # show either one ahead).
-# The structured method is 3.3 to 7.6 times faster than the chain of reflectors at
-# $n \ge 5000$. At $k \le 64$ and $n \ge 5000$ it sits 2.4 to 10.1 times above the floor
-# (the chain sat 7.7 to 62 times above): within 4 times at $n = 20000$ in both precisions
-# (float32 3.1 to 3.4, float64 2.4 to 3.6), at $n = 10000$ in float32 for $k = 64$
-# (3.97; 4.5 and 4.1 for $k = 1$ and 16) and in float64 for $k = 16$ and 64 (4.2 for
-# $k = 1$), at $n = 5000$ in float64 for $k = 64$ (3.85), and furthest at $n = 5000$ in
-# float32 (8.7 to 10). Two runs of the benchmark on different H100s have differed by 1 to
-# 4 percent, so the cases near 4 may land on either side. The products run on the
-# tensor cores: in float64
-# as DMMA, which took the update at $n = 20000$ from 4.8, 9.0 and 16 ms to 4.0, 5.5
+# The structured method is 3.2 to 7.5 times faster than the chain of reflectors at
+# $n \ge 5000$. At $k \le 64$ and $n \ge 5000$ it sits 2.4 to 8.9 times above the floor
+# (the chain sat 7.7 to 56 times above): within 4 times at $n = 20000$ in both precisions
+# (float32 3.0 to 3.3, float64 2.4 to 3.5), at $n = 10000$ in float32 for $k = 16$ and 64
+# (3.97 and 3.86; 4.07 for $k = 1$) and in float64 for $k = 16$ and 64 (4.08 for
+# $k = 1$), at $n = 5000$ in float64 for $k = 64$ (3.82), and furthest at $n = 5000$ in
+# float32 (8.5 to 8.9). Runs of the benchmark differ by a few percent (three runs of
+# $n = 10000$ on one H100 gave 4.07 to 4.38 for float32, $k = 1$, 3.97 to 4.06 for
+# $k = 16$ and 3.93 to 4.08 for float64, $k = 1$), so the cases near 4 land on either
+# side. For $k = 1$ each block's factor of $M$ has a closed form (method C1 within the
+# block: a prefix sum of $x_i^2$ per row, no chain of 64 steps), which took 2 to 13
+# percent off the update. The products run on the tensor cores: in float64 as DMMA,
+# which took the update at $n = 20000$ from 4.8, 9.0 and 16 ms to 4.0, 5.5
 # and 8.5 ms for $k = 1$, 16 and 64; in float32 for $k \ge 8$ in 3xTF32 (each value
 # split into two TF32 parts, three products kept), which took 15 to 18 percent off the
 # update at $n = 5000$ and 10000 for $k = 16$ and 64, with the same errors. For
@@ -895,9 +898,9 @@ print("stationary window: q='none' error below 100 cond(A) eps at every cond: Tr
 # * On the GPU, for $k \le 64$, the update is $\tilde R = M R$ with $M$ the structured
 #   Cholesky factor of $I \pm P P^T$, $P = R^{-T} V$: a triangular solve 64 rows a
 #   step, and matrix products that follow it in the same launch. On the H100 that beats
-#   cuSOLVER's refactorization for every $k \le 64$ from $n = 1000$ (up to 54 times at
-#   $n = 20000$). It runs 3.3 to 7.6 times faster than the chain of $n$ dependent
-#   reflectors that $k = 256$ still uses, and 2.4 to 10.1 times above the bandwidth floor
+#   cuSOLVER's refactorization for every $k \le 64$ from $n = 1000$ (up to 55 times at
+#   $n = 20000$). It runs 3.2 to 7.5 times faster than the chain of $n$ dependent
+#   reflectors that $k = 256$ still uses, and 2.4 to 8.9 times above the bandwidth floor
 #   at $n \ge 5000$ (within 4 times at $n = 20000$ in both precisions).
 # * Errors are a few $\varepsilon$ in $\max|\tilde A - \tilde R^T\tilde R|/\max|\tilde A|$,
 #   like refactorizing, in both precisions; an impossible downdate raises `LinAlgError`
