@@ -822,8 +822,15 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     // taking two ready P_J in one step where a block is behind (a second tile of R and
     // of P in shared memory: one look at the flags, one round trip and one set of
     // barriers for both; k <= 16 in float, 32 in double): the same result bit for bit,
-    // float within 3 percent, double up to 9 percent slower (n = 5000 to 20000).  So
-    // the blocks' lag behind the chain is not what the chain waits on, or not alone.
+    // float within 3 percent, double up to 9 percent slower (n = 5000 to 20000).  Nor
+    // did bringing R's tiles into shared memory by cp.async, two ahead in a ring of three
+    // (the same result bit for bit; k <= 16 0 to 6 percent slower, k = 64 22 with one
+    // block per SM).  Leaving the product, or R's loads, or both out of this loop
+    // altogether (wrong values, timing only) took only 3 to 16 percent off the update
+    // (float and double, n = 5000 and 10000, k = 1 and 16): the loop's skeleton (its
+    // look at the flags, P_J's load and three barriers) and the chain's own step are
+    // most of it.  So the blocks' lag behind the chain is not what the chain waits on,
+    // or not alone.
     constexpr bool ahead = sizeof(T) == 8;
     auto z_at = [&](int s) { return Zs + s * npad * kp + (long)c0 * kp; };   // segment s
     T nxt[16];
