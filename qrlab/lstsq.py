@@ -134,10 +134,12 @@ class LeastSquaresQR:
         k = self.m if k is None else updates._position(k, self.m, self.m + 1)
         rows = xp.concatenate([U, e], axis=1)
         if self.q == "none":
-            R = updates._insert_rows(None, self.R, rows, 0, "none", self._executor())[1]
+            R = updates._insert_rows(None, self.R, rows, 0, "none", self._executor(),
+                                     nc=e.shape[1])[1]
             self.R = R[: self.n + self.r]
         else:
-            Q, R = updates._insert_rows(self.Q, self.R, rows, k, self.q, self._executor())
+            Q, R = updates._insert_rows(self.Q, self.R, rows, k, self.q, self._executor(),
+                                        nc=e.shape[1])
             if self.q == "thin":
                 Q, R = Q[:, : self.n], R[: self.n]
                 self.b = xp.concatenate([self.b[:k], e, self.b[k:]], axis=0)

@@ -200,8 +200,10 @@ def _insert_cols(Q, R, U, k, mode, executor, nc=0, rhs=None):
     return Q_w, R_w
 
 
-def _insert_rows(Q, R, U, k, mode, executor, nb=None):
-    """``U`` carries the right-hand-side entries of the new rows in its last columns."""
+def _insert_rows(Q, R, U, k, mode, executor, nb=None, nc=None):
+    """``U`` carries the right-hand-side entries of the new rows in its last ``nc``
+    columns (None: not known).  With Q, R's rows past its triangle are dense in those
+    columns, which an executor must know to reduce the triangle in one launch."""
     xp = array_module(Q, R, U)
     n = R.shape[1]
     p = U.shape[0]
@@ -214,7 +216,7 @@ def _insert_rows(Q, R, U, k, mode, executor, nb=None):
         Q_w[:m, :w] = Q
         Q_w[m:, w:] = xp.eye(p, dtype=Q.dtype)
     nb = nb or executor.panel_width(p, R.dtype)
-    executor.run(stages.plan_insert_rows(m_r, n, p, nb), Q_w, R_w)
+    executor.run(stages.plan_insert_rows(m_r, n, p, nb), Q_w, R_w, {"carried": nc})
     if Q_w is not None:
         m = Q.shape[0]
         # the new rows of A sit at k..k+p: move their rows of Q there
@@ -382,7 +384,7 @@ def qr_insert(Q, R, u, k, which="row", rcond=None, overwrite_qru=False, check_fi
     if check_finite:
         _check_finite(xp, Q, R, u)
     if which == "row":
-        Q1, R1 = _insert_rows(Q, R, u, k, mode, executor_for(xp, method))
+        Q1, R1 = _insert_rows(Q, R, u, k, mode, executor_for(xp, method), nc=0)
         if mode == "thin":
             Q1, R1 = Q1[:, :n], R1[:n]
         elif mode == "none" and R.shape[0] == n:

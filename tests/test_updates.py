@@ -610,6 +610,54 @@ def test_cupy_rows_without_q(nrows, n, p, nc, dtype, one_launch, chunk, monkeypa
 @pytest.mark.parametrize("one_launch, chunk", [(True, 64), (True, 5), (False, 64)],
                          ids=["one-launch", "one-launch-chunks-of-5", "per-panel"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m, n, p, k, nc", [(200, 90, 1, 0, 0), (200, 90, 1, 200, 1),
+                                            (130, 100, 33, 60, 0), (130, 100, 33, 60, 2),
+                                            (64, 64, 5, 10, 0), (90, 40, 300, 45, 0),
+                                            (90, 40, 300, 45, 1), (30, 50, 4, 7, 0)])
+@pytest.mark.parametrize("mode", ["full", "thin"])
+def test_cupy_rows_with_q(m, n, p, k, nc, mode, dtype, one_launch, chunk, monkeypatch):
+    """Adding rows with Q: one launch of kernels/triangle.cu with the identity carried,
+    then Q by two GEMMs; panel by panel for a wide matrix, with right-hand-side columns
+    carried (dense below the triangle), or by choice.  The carried columns stay Q^T b.
+    Against the NumPy path."""
+    import cupy as cp
+
+    from qrlab import updates
+    from qrlab.executor import Executor
+    from qrlab.gpu import GpuExecutor
+    monkeypatch.setattr(GpuExecutor, "one_launch", one_launch)
+    monkeypatch.setattr(GpuExecutor, "triangle_chunk", chunk)
+    rng = np.random.default_rng(m + n + p + k + nc)
+    A = rng.standard_normal((m, n)).astype(dtype)
+    b, b_new = rng.standard_normal((m, nc)).astype(dtype), rng.standard_normal((p, nc))
+    Ur = rng.standard_normal((p, n)).astype(dtype)
+    Q, R = factor(A, mode)
+    Rb = np.hstack([R, Q.T @ b]).astype(dtype)              # right-hand sides carried
+    U = np.hstack([Ur, b_new]).astype(dtype)
+    ex = GpuExecutor()
+    plan = stages.plan_insert_rows(R.shape[0], n + nc, p, ex.panel_width(p, dtype))
+    lead = ex.triangle_rows_with_q(plan, cp.asarray(Q), cp.asarray(np.vstack([Rb, U])), nc)
+    if one_launch and nc == 0 and R.shape[0] >= n:      # tall: the plan is the triangle
+        assert lead is not None and not lead[2]
+    else:                           # per panel; carried columns; a wide matrix's panels
+        assert lead is None
+    Qg, Rg = (x.get() for x in updates._insert_rows(cp.asarray(Q), cp.asarray(Rb),
+                                                    cp.asarray(U), k, mode, ex, nc=nc))
+    A1 = np.insert(A, [k] * p, Ur, axis=0)
+    b1 = np.insert(b, [k] * p, b_new.astype(dtype), axis=0)
+    check_factors(Qg, Rg[:, :n], A1, "thin" if mode == "thin" else "full")
+    t = tol(dtype, m + p, n) * max(1.0, np.abs(b1).max(initial=0))
+    np.testing.assert_allclose(Qg @ Rg[:, n:], b1, rtol=0, atol=t * m) if mode == "full" \
+        else np.testing.assert_allclose(Qg.T @ b1, Rg[:Qg.shape[1], n:], rtol=0, atol=t * m)
+    Qn, Rn = updates._insert_rows(Q, Rb, U, k, mode, Executor())
+    np.testing.assert_allclose(abs(Rg), abs(Rn), rtol=0, atol=tol(dtype, m, n) * np.abs(Rn).max())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
+@pytest.mark.parametrize("one_launch, chunk", [(True, 64), (True, 5), (False, 64)],
+                         ids=["one-launch", "one-launch-chunks-of-5", "per-panel"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("nrows, n, k, p, nc", [(40, 40, 0, 1, 0), (40, 40, 39, 1, 1),
                                                 (130, 100, 10, 33, 1), (300, 300, 0, 200, 2),
                                                 (900, 800, 100, 600, 1), (60, 90, 5, 20, 0),
