@@ -15,10 +15,11 @@ structured factor ``M`` of ``I +- P P^T``, and in the same launch thread blocks 
 ``M R`` as matrix products as soon as their rows are solved (in place, a second launch);
 the products run on the tensor cores (DMMA in float64, 3xTF32 in float32).
 
-The Cholesky update for larger k, a triangle ``[R; V^T]`` reduced to ``[R'; 0]``, and,
-without Q, adding rows (``[R; U]``, right-hand sides carried) and removing columns (the ``p`` rows
-above the triangle that follows the removed columns) run whole in one cooperative
-launch of ``triangle_update`` (``qrlab/kernels/triangle.cu``): one block per SM owns
+The Cholesky update for larger k, a triangle ``[R; V^T]`` reduced to ``[R'; 0]``, adding
+rows (``[R; U]``, right-hand sides carried) and removing columns (the ``p`` rows above the
+triangle that follows the removed columns) run whole in one cooperative launch of
+``triangle_update`` (``qrlab/kernels/triangle.cu``; with Q, the identity of the touched
+rows carried along, then two GEMMs of Q's columns): one block per SM owns
 tiles of 32 columns of a chunk of B's rows, each panel is published through a flag in
 device memory as soon as it is factored against a chunk, and the next panel (and the
 next chunk) is factored while the other blocks are still applying this one.
@@ -564,21 +565,15 @@ class GpuExecutor(Executor):
 
     def run(self, plan, Q, R, operands=None):
         """As the reference executor, except where a plan is a triangle update
-        (:meth:`triangle_update`, one launch): adding rows without Q (then the plan's
-        remaining panels: carried columns, a wide matrix) or with it (the identity
-        carried, then two GEMMs of Q: :meth:`_add_rows_with_q`), and removing columns
-        without Q."""
+        (:meth:`triangle_update`, one launch): adding rows (without Q, then the plan's
+        remaining panels: carried columns, a wide matrix) and removing columns; with Q,
+        the identity carried and then two GEMMs of Q (:meth:`_triangle_with_q`)."""
         lead = self.triangle_rows(plan, Q, R)
         if lead is not None:
             n, (b0, b1), rest = lead
             self.triangle_update(R[:n], R[b0:b1], 1, positive=False, check=False)
             for op in rest:
                 self.reflect(op, Q, R)
-            return Q, R
-        lead = self.triangle_rows_with_q(plan, Q, R, (operands or {}).get("carried"))
-        if lead is not None:
-            self.flush()
-            self._add_rows_with_q(Q, R, *lead[:2])
             return Q, R
         band = self.triangle_cols(plan, Q, R)
         if band is not None:
@@ -589,6 +584,23 @@ class GpuExecutor(Executor):
             T, B = R[k + p:k + p + n_tri, k:], R[k:k + p, k:]
             self.triangle_update(T, B, 1, positive=False, check=False)
             R[k:k + p + n_tri, k:] = working_copy(R[k:k + p + n_tri, k:], first=(p, n_tri))
+            return Q, R
+        lead = self.triangle_rows_with_q(plan, Q, R, (operands or {}).get("carried"))
+        if lead is not None:
+            self.flush()
+            n, (b0, b1), _ = lead
+            rows, X = self._triangle_with_q(Q, R, (0, n), (b0, b1), 0)
+            R[:n], R[b0:b1] = rows[:n], rows[n:]
+            Q[:, :n], Q[:, b0:b1] = X[:, :n], X[:, n:]
+            return Q, R
+        band = self.triangle_cols_with_q(plan, Q, R)
+        if band is not None:
+            # as above, Q's columns in the rows' new order: the triangle's, then the p
+            self.flush()
+            k, p, n_tri = band
+            rows, X = self._triangle_with_q(Q, R, (k + p, k + p + n_tri), (k, k + p), k)
+            R[k:k + p + n_tri, k:] = rows
+            Q[:, k:k + p + n_tri] = X
             return Q, R
         super().run(plan, Q, R, operands)
         self.flush()
@@ -611,40 +623,54 @@ class GpuExecutor(Executor):
         carries no right-hand-side columns (``carried == 0``: with Q their rows past the
         triangle are dense, so R's first n rows are no triangle): ``(n, (b0, b1), ())``
         where the triangle update is the whole plan (not a wide matrix); else None."""
-        if (Q is None or carried != 0 or self.method == "paper"
-                or not self.launches_once(R.dtype)
-                or not R.flags.c_contiguous or Q.dtype != R.dtype
-                or Q.strides[1] != Q.itemsize):
+        if carried != 0 or not self._keeps_q_in_triangle(Q, R):
             return None
         lead = plan.derived(_triangle_lead)
         return lead if lead is not None and not lead[2] else None
 
-    def _add_rows_with_q(self, Q, R, n, new):
-        """Adding rows with Q in one triangle update and two GEMMs.  The reflectors touch
-        only R's rows 0..n and the new rows b0..b1 (the columns of Q that go with them).
-        Those rows go into ``W = [rows | I]``, which :meth:`triangle_update` reduces with
-        the identity carried along: its last n + p columns end as ``H^T``, the product of
-        the reflectors on those rows, and Q's columns 0..n and b0..b1 become
-        ``Q_S H`` (Q_S: those columns).  Panel by panel (a launch of ``reflect_panel``,
-        then T and Q's columns gathered, multiplied and scattered back) the host spent
-        about 0.7 ms a panel of 32 columns: on an H100 adding a row to a 8000 x 1000
-        factorization with its full Q took 23.4 ms that way and 3.6 here (float64;
-        8000 x 3000 with 500 rows: 127 and 13 ms), with the same errors."""
+    def _triangle_with_q(self, Q, R, t, b, c0):
+        """A triangle update that keeps Q, for :meth:`run`.  Its reflectors touch only
+        R's rows ``t`` (a triangle from column ``c0``) and ``b`` (dense rows), and the
+        columns of Q that go with them.  Those rows go into ``W = [R_t; R_b | I]``, which
+        :meth:`triangle_update` reduces with the identity carried along: it ends as
+        ``H^T``, the product of the reflectors on those rows, and ``Q_S H`` (Q_S: Q's
+        columns ``t``, then ``b``) takes two GEMMs.  Returns the reduced rows
+        (``[R_t'; 0]``, columns ``c0:``) and ``Q_S H``, for the caller to put in place.
+
+        Panel by panel (a launch of ``reflect_panel``, then T and Q's columns gathered,
+        multiplied and scattered back) the host spent about 0.7 ms a panel of 32
+        columns.  On an H100, with the full Q, in float64, the same errors: adding a row
+        to a 8000 x 1000 factorization took 23.4 ms that way and 3.6 this way (500 rows
+        to 8000 x 3000: 127 and 13 ms); removing its first column 21.0 and 2.9 ms (500
+        columns of 12000 x 3000: 144 and 12.5 ms)."""
         import cupy as cp
-        (b0, b1), nc = new, R.shape[1]
-        s = n + b1 - b0
+        (t0, t1), (b0, b1) = t, b
+        nt, nc = t1 - t0, R.shape[1] - c0
+        s = nt + b1 - b0
         W = cp.zeros((s, nc + s), dtype=R.dtype)
-        W[:n, :nc] = R[:n]
-        W[n:, :nc] = R[b0:b1]
+        W[:nt, :nc] = R[t0:t1, c0:]
+        W[nt:, :nc] = R[b0:b1, c0:]
         diag = cp.arange(s)
         W[diag, nc + diag] = 1
-        self.triangle_update(W[:n], W[n:], 1, positive=False, check=False)
-        R[:n], R[b0:b1] = W[:n, :nc], W[n:, :nc]
+        self.triangle_update(W[:nt], W[nt:], 1, positive=False, check=False)
         Ht = W[:, nc:]
         X = cp.empty((Q.shape[0], s), dtype=Q.dtype)
-        gemm(Q[:, :n], Ht[:, :n].T, X)                 # X = Q_S H, Q_S = [Q_:n  Q_b0:b1]
-        gemm(Q[:, b0:b1], Ht[:, n:].T, X, beta=1.0)
-        Q[:, :n], Q[:, b0:b1] = X[:, :n], X[:, n:]
+        gemm(Q[:, t0:t1], Ht[:, :nt].T, X)
+        gemm(Q[:, b0:b1], Ht[:, nt:].T, X, beta=1.0)
+        return W[:, :nc], X
+
+    def triangle_cols_with_q(self, plan, Q, R):
+        """:meth:`triangle_cols` for a plan that keeps Q (real, contiguous rows); the plan
+        of removing columns covers R's own columns only, carried ones are carried."""
+        if not self._keeps_q_in_triangle(Q, R):
+            return None
+        return plan.derived(_triangle_band)
+
+    def _keeps_q_in_triangle(self, Q, R):
+        """Whether a triangle update may keep Q (:meth:`_triangle_with_q`)."""
+        return (Q is not None and self.method != "paper" and self.launches_once(R.dtype)
+                and R.flags.c_contiguous and Q.dtype == R.dtype
+                and Q.strides[1] == Q.itemsize)
 
     def triangle_cols(self, plan, Q, R):
         """For a plan that removes ``p`` columns at ``k`` without Q, ``(k, p, n_tri)``:

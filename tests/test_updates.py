@@ -658,6 +658,54 @@ def test_cupy_rows_with_q(m, n, p, k, nc, mode, dtype, one_launch, chunk, monkey
 @pytest.mark.parametrize("one_launch, chunk", [(True, 64), (True, 5), (False, 64)],
                          ids=["one-launch", "one-launch-chunks-of-5", "per-panel"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m, n, k, p, nc", [(200, 90, 0, 1, 0), (200, 90, 88, 1, 1),
+                                            (130, 100, 10, 33, 2), (64, 64, 5, 40, 0),
+                                            (300, 120, 60, 1, 1), (40, 60, 3, 5, 0)])
+@pytest.mark.parametrize("mode", ["full", "thin"])
+def test_cupy_cols_with_q(m, n, k, p, nc, mode, dtype, one_launch, chunk, monkeypatch):
+    """Removing columns with Q: one launch of kernels/triangle.cu with the identity
+    carried, then Q by two GEMMs (a wide matrix: panel by panel), or one launch per
+    panel; carried right-hand-side columns stay Q^T b.  Against the NumPy path."""
+    import cupy as cp
+
+    from qrlab import updates
+    from qrlab.executor import Executor
+    from qrlab.gpu import GpuExecutor
+    monkeypatch.setattr(GpuExecutor, "one_launch", one_launch)
+    monkeypatch.setattr(GpuExecutor, "triangle_chunk", chunk)
+    rng = np.random.default_rng(m + n + p + k + nc)
+    A = rng.standard_normal((m, n)).astype(dtype)
+    b = rng.standard_normal((m, nc)).astype(dtype)
+    Q, R = factor(A, mode)
+    Rb = np.hstack([R, Q.T @ b]).astype(dtype)              # right-hand sides carried
+    ex = GpuExecutor()
+    plan = stages.plan_delete_cols(R.shape[0], n, k, p, ex.panel_width(p, dtype))
+    R_w = np.hstack([Rb[:, :k], Rb[:, k + p:]])
+    band = ex.triangle_cols_with_q(plan, cp.asarray(Q), cp.asarray(R_w))
+    if not one_launch:
+        assert band is None
+    elif R.shape[0] >= n:                                   # tall: the band is a triangle
+        assert band is not None
+    Qg, Rg = (x.get() for x in updates._delete_cols(cp.asarray(Q), cp.asarray(Rb), k, p,
+                                                    mode, ex, nc=nc))
+    n1 = n - p
+    A1 = np.delete(A, range(k, k + p), axis=1)
+    check_factors(Qg, Rg[:, :n1], A1, mode)
+    t = tol(dtype, m, n) * max(1.0, np.abs(b).max(initial=0))
+    np.testing.assert_allclose(Qg.T @ b, Rg[:Qg.shape[1], n1:], rtol=0, atol=t * m)
+    Qn, Rn = updates._delete_cols(Q, Rb, k, p, mode, Executor(), nc=nc)
+    # rows may differ in sign; the carried columns' residual rows by an orthogonal mix
+    atol = tol(dtype, m, n) * np.abs(Rn).max()
+    np.testing.assert_allclose(abs(Rg[:, :n1]), abs(Rn[:, :n1]), rtol=0, atol=atol)
+    np.testing.assert_allclose(np.linalg.norm(Rg[:, n1:], axis=0),
+                               np.linalg.norm(Rn[:, n1:], axis=0), rtol=0, atol=atol)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
+@pytest.mark.parametrize("one_launch, chunk", [(True, 64), (True, 5), (False, 64)],
+                         ids=["one-launch", "one-launch-chunks-of-5", "per-panel"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("nrows, n, k, p, nc", [(40, 40, 0, 1, 0), (40, 40, 39, 1, 1),
                                                 (130, 100, 10, 33, 1), (300, 300, 0, 200, 2),
                                                 (900, 800, 100, 600, 1), (60, 90, 5, 20, 0),
