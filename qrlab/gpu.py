@@ -549,6 +549,9 @@ class GpuExecutor(Executor):
     #: make the working copies of removing rows beside the rotation kernel
     #: (:meth:`working_copies`)
     copies_behind = True
+    #: with Q, run adding rows and removing columns as one triangle launch and two GEMMs
+    #: of Q (:meth:`_triangle_with_q`; else panel by panel)
+    triangle_keeps_q = True
 
     def panel_width(self, p, dtype):
         """Columns per Householder panel for a block of ``p``: the widest of 32, 16, 8 whose
@@ -668,7 +671,8 @@ class GpuExecutor(Executor):
 
     def _keeps_q_in_triangle(self, Q, R):
         """Whether a triangle update may keep Q (:meth:`_triangle_with_q`)."""
-        return (Q is not None and self.method != "paper" and self.launches_once(R.dtype)
+        return (Q is not None and self.triangle_keeps_q and self.method != "paper"
+                and self.launches_once(R.dtype)
                 and R.flags.c_contiguous and Q.dtype == R.dtype
                 and Q.strides[1] == Q.itemsize)
 
