@@ -564,10 +564,24 @@ def test_cupy_fused_panels(m, n, p, k, dtype):
     check_factors(None, Rg.get(), np.delete(A, range(kc, kc + pc), axis=1))
 
 
+#: the triangle update's launches: one (its rows in one chunk, or in chunks of 5) or one
+#: per panel
+TRIANGLE_PATHS = pytest.mark.parametrize(
+    "one_launch, chunk", [(True, 64), (True, 5), (False, 64)],
+    ids=["one-launch", "one-launch-chunks-of-5", "per-panel"])
+
+
+def gpu_triangle(monkeypatch, one_launch, chunk):
+    """A GPU executor whose triangle updates take the launches of TRIANGLE_PATHS."""
+    from qrlab.gpu import GpuExecutor
+    monkeypatch.setattr(GpuExecutor, "one_launch", one_launch)
+    monkeypatch.setattr(GpuExecutor, "triangle_chunk", chunk)
+    return GpuExecutor()
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
-@pytest.mark.parametrize("one_launch, chunk", [(True, 64), (True, 5), (False, 64)],
-                         ids=["one-launch", "one-launch-chunks-of-5", "per-panel"])
+@TRIANGLE_PATHS
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("nrows, n, p, nc", [(40, 40, 1, 0), (64, 64, 5, 1), (100, 70, 33, 1),
                                               (300, 257, 64, 2), (33, 33, 100, 1),
@@ -582,13 +596,10 @@ def test_cupy_rows_without_q(nrows, n, p, nc, dtype, one_launch, chunk, monkeypa
 
     from qrlab import updates
     from qrlab.executor import Executor
-    from qrlab.gpu import GpuExecutor
-    monkeypatch.setattr(GpuExecutor, "one_launch", one_launch)
-    monkeypatch.setattr(GpuExecutor, "triangle_chunk", chunk)
     rng = np.random.default_rng(nrows + n + p + nc)
     R = np.triu(rng.standard_normal((nrows, n + nc))).astype(dtype)
     U = rng.standard_normal((p, n + nc)).astype(dtype)
-    ex = GpuExecutor()
+    ex = gpu_triangle(monkeypatch, one_launch, chunk)
     Rg = updates._insert_rows(None, cp.asarray(R), cp.asarray(U), 0, "none", ex)[1].get()
     plan = stages.plan_insert_rows(nrows, n + nc, p, ex.panel_width(p, dtype))
     lead = ex.triangle_rows(plan, None, cp.asarray(np.vstack([R, U])))
@@ -607,8 +618,7 @@ def test_cupy_rows_without_q(nrows, n, p, nc, dtype, one_launch, chunk, monkeypa
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
-@pytest.mark.parametrize("one_launch, chunk", [(True, 64), (True, 5), (False, 64)],
-                         ids=["one-launch", "one-launch-chunks-of-5", "per-panel"])
+@TRIANGLE_PATHS
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("m, n, p, k, nc", [(200, 90, 1, 0, 0), (200, 90, 1, 200, 1),
                                             (130, 100, 33, 60, 0), (130, 100, 33, 60, 2),
@@ -624,9 +634,6 @@ def test_cupy_rows_with_q(m, n, p, k, nc, mode, dtype, one_launch, chunk, monkey
 
     from qrlab import updates
     from qrlab.executor import Executor
-    from qrlab.gpu import GpuExecutor
-    monkeypatch.setattr(GpuExecutor, "one_launch", one_launch)
-    monkeypatch.setattr(GpuExecutor, "triangle_chunk", chunk)
     rng = np.random.default_rng(m + n + p + k + nc)
     A = rng.standard_normal((m, n)).astype(dtype)
     b, b_new = rng.standard_normal((m, nc)).astype(dtype), rng.standard_normal((p, nc))
@@ -634,7 +641,7 @@ def test_cupy_rows_with_q(m, n, p, k, nc, mode, dtype, one_launch, chunk, monkey
     Q, R = factor(A, mode)
     Rb = np.hstack([R, Q.T @ b]).astype(dtype)              # right-hand sides carried
     U = np.hstack([Ur, b_new]).astype(dtype)
-    ex = GpuExecutor()
+    ex = gpu_triangle(monkeypatch, one_launch, chunk)
     plan = stages.plan_insert_rows(R.shape[0], n + nc, p, ex.panel_width(p, dtype))
     lead = ex.triangle_rows_with_q(plan, cp.asarray(Q), cp.asarray(np.vstack([Rb, U])), nc)
     if one_launch and nc == 0 and R.shape[0] >= n:      # tall: the plan is the triangle
@@ -655,8 +662,7 @@ def test_cupy_rows_with_q(m, n, p, k, nc, mode, dtype, one_launch, chunk, monkey
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
-@pytest.mark.parametrize("one_launch, chunk", [(True, 64), (True, 5), (False, 64)],
-                         ids=["one-launch", "one-launch-chunks-of-5", "per-panel"])
+@TRIANGLE_PATHS
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("m, n, k, p, nc", [(200, 90, 0, 1, 0), (200, 90, 88, 1, 1),
                                             (130, 100, 10, 33, 2), (64, 64, 5, 40, 0),
@@ -670,15 +676,12 @@ def test_cupy_cols_with_q(m, n, k, p, nc, mode, dtype, one_launch, chunk, monkey
 
     from qrlab import updates
     from qrlab.executor import Executor
-    from qrlab.gpu import GpuExecutor
-    monkeypatch.setattr(GpuExecutor, "one_launch", one_launch)
-    monkeypatch.setattr(GpuExecutor, "triangle_chunk", chunk)
     rng = np.random.default_rng(m + n + p + k + nc)
     A = rng.standard_normal((m, n)).astype(dtype)
     b = rng.standard_normal((m, nc)).astype(dtype)
     Q, R = factor(A, mode)
     Rb = np.hstack([R, Q.T @ b]).astype(dtype)              # right-hand sides carried
-    ex = GpuExecutor()
+    ex = gpu_triangle(monkeypatch, one_launch, chunk)
     plan = stages.plan_delete_cols(R.shape[0], n, k, p, ex.panel_width(p, dtype))
     R_w = np.hstack([Rb[:, :k], Rb[:, k + p:]])
     band = ex.triangle_cols_with_q(plan, cp.asarray(Q), cp.asarray(R_w))
@@ -703,8 +706,7 @@ def test_cupy_cols_with_q(m, n, k, p, nc, mode, dtype, one_launch, chunk, monkey
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
-@pytest.mark.parametrize("one_launch, chunk", [(True, 64), (True, 5), (False, 64)],
-                         ids=["one-launch", "one-launch-chunks-of-5", "per-panel"])
+@TRIANGLE_PATHS
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("nrows, n, k, p, nc", [(40, 40, 0, 1, 0), (40, 40, 39, 1, 1),
                                                 (130, 100, 10, 33, 1), (300, 300, 0, 200, 2),
@@ -718,13 +720,11 @@ def test_cupy_cols_without_q(nrows, n, k, p, nc, dtype, one_launch, chunk, monke
     import cupy as cp
 
     from qrlab.executor import Executor
-    from qrlab.gpu import GpuExecutor
-    monkeypatch.setattr(GpuExecutor, "one_launch", one_launch)
-    monkeypatch.setattr(GpuExecutor, "triangle_chunk", chunk)
     rng = np.random.default_rng(nrows + n + k + p + nc)
     R = np.triu(rng.standard_normal((nrows, n + nc))).astype(dtype)
-    W = np.ascontiguousarray(np.delete(R, range(k, k + p), axis=1))   # rows contiguous, as in
-    ex = GpuExecutor()                                                # updates._delete_cols
+    # rows contiguous, as in updates._delete_cols
+    W = np.ascontiguousarray(np.delete(R, range(k, k + p), axis=1))
+    ex = gpu_triangle(monkeypatch, one_launch, chunk)
     plan = stages.plan_delete_cols(nrows, n, k, p, ex.panel_width(p, dtype))
     Rg = cp.asarray(W)
     band = ex.triangle_cols(plan, None, Rg)
