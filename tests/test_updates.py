@@ -652,11 +652,13 @@ def test_cupy_rows_with_q(m, n, p, k, nc, mode, dtype, one_launch, chunk, monkey
                                                     cp.asarray(U), k, mode, ex, nc=nc))
     A1 = np.insert(A, [k] * p, Ur, axis=0)
     b1 = np.insert(b, [k] * p, b_new.astype(dtype), axis=0)
-    check_factors(Qg, Rg[:, :n], A1, "thin" if mode == "thin" else "full")
+    check_factors(Qg, Rg[:, :n], A1, mode)
     t = tol(dtype, m + p, n) * max(1.0, np.abs(b1).max(initial=0))
-    np.testing.assert_allclose(Qg @ Rg[:, n:], b1, rtol=0, atol=t * m) if mode == "full" \
-        else np.testing.assert_allclose(Qg.T @ b1, Rg[:Qg.shape[1], n:], rtol=0, atol=t * m)
-    Qn, Rn = updates._insert_rows(Q, Rb, U, k, mode, Executor())
+    if mode == "full":
+        np.testing.assert_allclose(Qg @ Rg[:, n:], b1, rtol=0, atol=t * m)
+    else:
+        np.testing.assert_allclose(Qg.T @ b1, Rg[:Qg.shape[1], n:], rtol=0, atol=t * m)
+    Qn, Rn = updates._insert_rows(Q, Rb, U, k, mode, Executor(), nc=nc)
     np.testing.assert_allclose(abs(Rg), abs(Rn), rtol=0, atol=tol(dtype, m, n) * np.abs(Rn).max())
 
 
