@@ -1,10 +1,11 @@
-"""Time adding rows and removing columns with the full Q on a GPU: one triangle launch and
-two GEMMs of Q (``GpuExecutor.triangle_keeps_q``, the default) against the same update
-panel by panel, and against recomputing the full QR of the new matrix (cuSOLVER).
+"""Time adding rows, removing columns and rank-p updates with the full Q on a GPU: one
+triangle launch and two GEMMs of Q (``GpuExecutor.triangle_keeps_q``, the default) against
+the same update panel by panel, and against recomputing the full QR of the new matrix
+(cuSOLVER).
 
 For each case, device-resident data, CUDA events, one warm-up run, the median of
 --reps runs, a 256 MiB buffer rewritten before each so that no run starts with a warm
-L2 cache.  Each run is checked: ||Q1 R1 - A1|| / ||A1|| and max |Q1^T Q1 - I| for both
+L2 cache (``cholesky_bench.Clock``).  Each run is checked: ||Q1 R1 - A1|| / ||A1|| and max |Q1^T Q1 - I| for both
 paths.  Prints a markdown table and writes it to --out.
 
 Usage (GPU): python3 benchmarks/full_q_bench.py --out benchmarks/results/full-q.md
@@ -12,7 +13,6 @@ Usage (GPU): python3 benchmarks/full_q_bench.py --out benchmarks/results/full-q.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 from pathlib import Path
 
@@ -21,12 +21,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
 import qrlab  # noqa: E402
+from cholesky_bench import Clock, median_ms  # noqa: E402  (this folder)
 
 # (update, m, n, p, k): a row or column at the front, the middle, and the papers' sizes
 CASES = [("insert rows", 2000, 200, 1, 100), ("insert rows", 8000, 1000, 1, 500),
          ("insert rows", 8000, 1000, 16, 500), ("insert rows", 8000, 3000, 500, 0),
          ("delete cols", 2000, 200, 1, 0), ("delete cols", 8000, 1000, 1, 0),
-         ("delete cols", 8000, 1000, 1, 500), ("delete cols", 12000, 3000, 500, 0)]
+         ("delete cols", 8000, 1000, 1, 500), ("delete cols", 12000, 3000, 500, 0),
+         ("rank update", 2000, 200, 1, 0), ("rank update", 8000, 1000, 1, 0),
+         ("rank update", 8000, 1000, 16, 0), ("rank update", 12000, 3000, 32, 0)]
 
 
 def parse_args(argv=None):
@@ -37,22 +40,7 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
-def median_ms(cp, flush, fn, reps):
-    times = []
-    for rep in range(reps + 1):
-        flush.fill(1.0)
-        cp.cuda.Device().synchronize()
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        if rep:
-            times.append(cp.cuda.get_elapsed_time(start, end))
-    return statistics.median(times)
-
-
-def run_case(cp, flush, dtype, case, reps):
+def run_case(cp, clock, dtype, case, reps):
     from qrlab.gpu import GpuExecutor
     op, m, n, p, k = case
     rng = np.random.default_rng(m + n + p + k)
@@ -62,22 +50,26 @@ def run_case(cp, flush, dtype, case, reps):
         U = cp.asarray(rng.standard_normal((p, n)), dtype=dtype)
         A1 = cp.concatenate([A[:k], U, A[k:]], axis=0)
         update = lambda: qrlab.qr_insert(Q, R, U, k, "row")            # noqa: E731
-    else:
+    elif op == "delete cols":
         A1 = cp.concatenate([A[:, :k], A[:, k + p:]], axis=1)
         update = lambda: qrlab.qr_delete(Q, R, k, p, "col")            # noqa: E731
+    else:
+        U, V = (cp.asarray(rng.standard_normal((s, p)), dtype=dtype) for s in (m, n))
+        A1 = A + U @ V.T
+        update = lambda: qrlab.qr_update(Q, R, U, V)                   # noqa: E731
     row = {"update": op, "m": m, "n": n, "p": p, "k": k}
     eye = cp.eye(A1.shape[0], dtype=dtype)
     for key, keeps_q in (("one", True), ("panels", False)):
         GpuExecutor.triangle_keeps_q = keeps_q
         try:
-            row[key] = median_ms(cp, flush, update, reps)
+            row[key] = median_ms(clock, tuple, update, reps)[0]
             Q1, R1 = update()
         finally:
             GpuExecutor.triangle_keeps_q = True
         row[key + "_err"] = float(cp.linalg.norm(Q1 @ R1 - A1) / cp.linalg.norm(A1))
         row[key + "_orth"] = float(cp.abs(Q1.T @ Q1 - eye).max())
         del Q1, R1
-    row["qr"] = median_ms(cp, flush, lambda: cp.linalg.qr(A1, mode="complete"), reps)
+    row["qr"] = median_ms(clock, tuple, lambda: cp.linalg.qr(A1, mode="complete"), reps)[0]
     return row
 
 
@@ -86,7 +78,7 @@ def main(argv=None):
     import cupy as cp
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
     name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
-    flush = cp.empty(256 * 2**20 // 4, dtype=cp.float32)
+    clock = Clock(cp)
     lines = [f"# Full-Q updates on the GPU: one triangle launch vs panel by panel ({name})",
              "",
              f"Command: `python3 benchmarks/full_q_bench.py --reps {args.reps} --out ...`  ",
@@ -99,7 +91,7 @@ def main(argv=None):
     print("\n".join(lines), flush=True)
     for dtype in args.dtypes:
         for case in CASES:
-            r = run_case(cp, flush, np.dtype(dtype).type, case, args.reps)
+            r = run_case(cp, clock, np.dtype(dtype).type, case, args.reps)
             line = (f"| {dtype} | {r['update']} | {r['m']} | {r['n']} | {r['p']} | {r['k']} "
                     f"| {r['one']:.2f} | {r['panels']:.2f} | {r['panels'] / r['one']:.1f} "
                     f"| {r['qr']:.1f} | {r['one_err']:.1e} / {r['panels_err']:.1e} "

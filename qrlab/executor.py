@@ -75,15 +75,19 @@ class Executor:
     def run(self, plan: Plan, Q, R, operands=None):
         """Apply every operation of ``plan`` to ``Q`` (may be ``None``) and ``R`` in place."""
         for op in plan.ops():
-            if isinstance(op, Reflect):
-                self.reflect(op, Q, R)
-            elif isinstance(op, Sweeps):
-                self.sweeps(op, Q, R)
-            elif isinstance(op, AddProduct):
-                self.add_product(op, R, operands["V"])
-            else:                                   # pragma: no cover - plan bug
-                raise TypeError(f"unknown operation {op!r}")
+            self.run_op(op, Q, R, operands)
         return Q, R
+
+    def run_op(self, op, Q, R, operands=None):
+        """Apply one operation of a plan (``operands``: the plan's inputs besides Q, R)."""
+        if isinstance(op, Reflect):
+            self.reflect(op, Q, R)
+        elif isinstance(op, Sweeps):
+            self.sweeps(op, Q, R)
+        elif isinstance(op, AddProduct):
+            self.add_product(op, R, operands["V"])
+        else:                                       # pragma: no cover - plan bug
+            raise TypeError(f"unknown operation {op!r}")
 
     def working_copies(self, Q, R, first=(0, 0)):
         """New row-major copies of ``Q`` (its rows ``first = (k, p)`` on top) and ``R``

@@ -16,8 +16,9 @@ structured factor ``M`` of ``I +- P P^T``, and in the same launch thread blocks 
 the products run on the tensor cores (DMMA in float64, 3xTF32 in float32).
 
 The Cholesky update for larger k, a triangle ``[R; V^T]`` reduced to ``[R'; 0]``, adding
-rows (``[R; U]``, right-hand sides carried) and removing columns (the ``p`` rows above the
-triangle that follows the removed columns) run whole in one cooperative launch of
+rows (``[R; U]``, right-hand sides carried), removing columns (the ``p`` rows above the
+triangle that follows the removed columns) and the band left by a rank-p update's sweeps
+(the same shape) run whole in one cooperative launch of
 ``triangle_update`` (``qrlab/kernels/triangle.cu``; with Q, the identity of the touched
 rows carried along, then two GEMMs of Q's columns): one block per SM owns
 tiles of 32 columns of a chunk of B's rows, each panel is published through a flag in
@@ -513,16 +514,21 @@ def _triangle_lead(plan):
 
 def _triangle_band(plan):
     """:meth:`GpuExecutor.triangle_cols` read off the plan alone (once per plan)."""
-    ops = _reflects(plan, "delete_cols")
-    if ops is None:
+    if plan.kind not in ("delete_cols", "rank_update"):
         return None
-    k, p = ops[0].cols[0], ops[0].rows[0][1] - ops[0].cols[1]
+    ops = list(plan.ops())
+    first = len(ops)                 # the band: the Householder panels that end the plan
+    while first and isinstance(ops[first - 1], Reflect):
+        first -= 1
+    if first == len(ops):
+        return None
+    k, p = ops[first].cols[0], ops[first].rows[0][1] - ops[first].cols[1]
     c0 = k
-    for op in ops:
+    for op in ops[first:]:
         if op.cols[0] != c0 or op.rows != ((c0, op.cols[1] + p),):
             return None
         c0 = op.cols[1]
-    return (k, p, c0 - k) if p > 0 else None
+    return (k, p, c0 - k, tuple(ops[:first])) if p > 0 else None
 
 
 class GpuExecutor(Executor):
@@ -571,65 +577,74 @@ class GpuExecutor(Executor):
         (:meth:`triangle_update`, one launch): adding rows (without Q, then the plan's
         remaining panels: carried columns, a wide matrix) and removing columns; with Q,
         the identity carried and then two GEMMs of Q (:meth:`_triangle_with_q`)."""
-        lead = self.triangle_rows(plan, Q, R)
+        lead = self.triangle_rows(plan, Q, R, (operands or {}).get("carried"))
         if lead is not None:
             n, (b0, b1), rest = lead
-            self.triangle_update(R[:n], R[b0:b1], 1, positive=False, check=False)
-            for op in rest:
-                self.reflect(op, Q, R)
+            if Q is None:
+                self.triangle_update(R[:n], R[b0:b1], 1, positive=False, check=False)
+                for op in rest:
+                    self.reflect(op, Q, R)
+            else:
+                self.flush()
+                rows, X = self._triangle_with_q(Q, R, (0, n), (b0, b1), 0)
+                R[:n], R[b0:b1] = rows[:n], rows[n:]
+                Q[:, :n], Q[:, b0:b1] = X[:, :n], X[:, n:]
             return Q, R
         band = self.triangle_cols(plan, Q, R)
         if band is not None:
-            # rows k .. k + p of the columns past k are dense, the rows below them a
-            # triangle: reduce [T; B] to [T'; 0], then put T' on rows k .. and the rows of
-            # B (zero but for carried columns: the residual) below it
-            k, p, n_tri = band
-            T, B = R[k + p:k + p + n_tri, k:], R[k:k + p, k:]
-            self.triangle_update(T, B, 1, positive=False, check=False)
-            R[k:k + p + n_tri, k:] = working_copy(R[k:k + p + n_tri, k:], first=(p, n_tri))
-            return Q, R
-        lead = self.triangle_rows_with_q(plan, Q, R, (operands or {}).get("carried"))
-        if lead is not None:
+            # after the plan's lead (a rank update's sweeps and rank-p term), rows k .. k + p
+            # of the columns past k are dense, the rows below them a triangle: reduce
+            # [T; B] to [T'; 0], then put T' on rows k .. and the rows of B (zero but for
+            # carried columns: the residual) below it; with Q, Q's columns in the rows'
+            # new order: the triangle's, then the p
+            k, p, n_tri, lead = band
+            for op in lead:
+                self.run_op(op, Q, R, operands)
             self.flush()
-            n, (b0, b1), _ = lead
-            rows, X = self._triangle_with_q(Q, R, (0, n), (b0, b1), 0)
-            R[:n], R[b0:b1] = rows[:n], rows[n:]
-            Q[:, :n], Q[:, b0:b1] = X[:, :n], X[:, n:]
-            return Q, R
-        band = self.triangle_cols_with_q(plan, Q, R)
-        if band is not None:
-            # as above, Q's columns in the rows' new order: the triangle's, then the p
-            self.flush()
-            k, p, n_tri = band
-            rows, X = self._triangle_with_q(Q, R, (k + p, k + p + n_tri), (k, k + p), k)
-            R[k:k + p + n_tri, k:] = rows
-            Q[:, k:k + p + n_tri] = X
+            if Q is None:
+                T, B = R[k + p:k + p + n_tri, k:], R[k:k + p, k:]
+                self.triangle_update(T, B, 1, positive=False, check=False)
+                R[k:k + p + n_tri, k:] = working_copy(R[k:k + p + n_tri, k:],
+                                                      first=(p, n_tri))
+            else:
+                rows, X = self._triangle_with_q(Q, R, (k + p, k + p + n_tri), (k, k + p), k)
+                R[k:k + p + n_tri, k:] = rows
+                Q[:, k:k + p + n_tri] = X
             return Q, R
         super().run(plan, Q, R, operands)
         self.flush()
         return Q, R
 
     def _launches_triangle(self, Q, R):
-        """Whether a plan on these arrays may run as one launch of :meth:`triangle_update`
-        (no Q, contiguous rows, a real dtype it takes)."""
-        return (Q is None and self.method != "paper" and self.launches_once(R.dtype)
+        """Whether a plan on these arrays may run as one launch of :meth:`triangle_update`:
+        a real dtype it takes, contiguous rows, and no Q or (with :attr:`triangle_keeps_q`)
+        a Q of R's dtype with contiguous rows, for :meth:`_triangle_with_q`."""
+        keeps_q = Q is None or (self.triangle_keeps_q and Q.dtype == R.dtype
+                                and Q.strides[1] == Q.itemsize)
+        return (keeps_q and self.method != "paper" and self.launches_once(R.dtype)
                 and R.flags.c_contiguous)
 
-    def triangle_rows(self, plan, Q, R):
-        """For a plan that adds rows without Q, the leading panels whose rows are their
-        own diagonal block and the same new rows (a triangle update): ``(n, (b0, b1),
-        rest)``, the triangle's size, the new rows and the panels after it; else None."""
-        return plan.derived(_triangle_lead) if self._launches_triangle(Q, R) else None
-
-    def triangle_rows_with_q(self, plan, Q, R, carried=None):
-        """:meth:`triangle_rows` for a plan that keeps Q (real, contiguous rows) and
-        carries no right-hand-side columns (``carried == 0``: with Q their rows past the
-        triangle are dense, so R's first n rows are no triangle): ``(n, (b0, b1), ())``
-        where the triangle update is the whole plan (not a wide matrix); else None."""
-        if carried != 0 or not self._keeps_q_in_triangle(Q, R):
+    def triangle_rows(self, plan, Q, R, carried=None):
+        """For a plan that adds rows, the leading panels whose rows are their own diagonal
+        block and the same new rows (a triangle update): ``(n, (b0, b1), rest)``, the
+        triangle's size, the new rows and the panels after it; else None.  With Q, only
+        where that is the whole plan (not a wide matrix) and no right-hand-side columns
+        are carried (``carried == 0``: with Q their rows past the triangle are dense, so
+        R's first n rows are no triangle)."""
+        if not self._launches_triangle(Q, R) or (Q is not None and carried != 0):
             return None
         lead = plan.derived(_triangle_lead)
-        return lead if lead is not None and not lead[2] else None
+        return lead if Q is None or (lead is not None and not lead[2]) else None
+
+    def triangle_cols(self, plan, Q, R):
+        """For a plan that removes ``p`` columns at ``k``, or makes a rank-p update
+        (``k = 0``), ``(k, p, n_tri, lead)``: after the operations ``lead`` (the rank
+        update's sweeps and rank-p term), its band panels, each spanning its columns and
+        the ``p`` rows below, reduce rows ``k:`` of the columns past ``k``, ``p`` dense
+        rows over a triangle of ``n_tri``; else None (a wide matrix, whose last panels
+        are cut short).  The band covers R's own columns only, so carried ones (the rank
+        update's Q^H U) are carried, with Q or without."""
+        return plan.derived(_triangle_band) if self._launches_triangle(Q, R) else None
 
     def _triangle_with_q(self, Q, R, t, b, c0):
         """A triangle update that keeps Q, for :meth:`run`.  Its reflectors touch only
@@ -661,27 +676,6 @@ class GpuExecutor(Executor):
         gemm(Q[:, t0:t1], Ht[:, :nt].T, X)
         gemm(Q[:, b0:b1], Ht[:, nt:].T, X, beta=1.0)
         return W[:, :nc], X
-
-    def triangle_cols_with_q(self, plan, Q, R):
-        """:meth:`triangle_cols` for a plan that keeps Q (real, contiguous rows); the plan
-        of removing columns covers R's own columns only, carried ones are carried."""
-        if not self._keeps_q_in_triangle(Q, R):
-            return None
-        return plan.derived(_triangle_band)
-
-    def _keeps_q_in_triangle(self, Q, R):
-        """Whether a triangle update may keep Q (:meth:`_triangle_with_q`)."""
-        return (Q is not None and self.triangle_keeps_q and self.method != "paper"
-                and self.launches_once(R.dtype)
-                and R.flags.c_contiguous and Q.dtype == R.dtype
-                and Q.strides[1] == Q.itemsize)
-
-    def triangle_cols(self, plan, Q, R):
-        """For a plan that removes ``p`` columns at ``k`` without Q, ``(k, p, n_tri)``:
-        its band panels, each spanning its columns and the ``p`` rows below, reduce rows
-        ``k:`` of the columns past ``k``, ``p`` dense rows over a triangle of ``n_tri``;
-        else None (a wide matrix, whose last panels are cut short)."""
-        return plan.derived(_triangle_band) if self._launches_triangle(Q, R) else None
 
     def working_copies(self, Q, R, first=(0, 0)):
         """As the reference executor's, but with :attr:`copies_behind` only Q's first

@@ -530,7 +530,8 @@ def qr_update(Q, R, u, v, overwrite_qruv=False, check_finite=True, *, method="bl
     With ``W = Q^H u``: Stage 1, ``p`` pipelined Givens sweeps reduce ``W`` to its top
     ``p`` rows, leaving R with ``p`` subdiagonals (the rotations also act on Q); Stage 2
     adds ``W[:p] v^H`` to the top ``p`` rows; Stage 3 removes the band with the Householder
-    panels of column deletion (Golub & Van Loan Section 12.5.1, blocked).  Cost about
+    panels of column deletion (Golub & Van Loan Section 12.5.1, blocked; on a GPU one
+    launch of the triangle kernel, Q's columns then by two matrix products).  Cost about
     ``6 p m (m + n)`` flops for the sweeps and ``4 p m n`` for the panels.
 
     Examples

@@ -643,7 +643,7 @@ def test_cupy_rows_with_q(m, n, p, k, nc, mode, dtype, one_launch, chunk, monkey
     U = np.hstack([Ur, b_new]).astype(dtype)
     ex = gpu_triangle(monkeypatch, one_launch, chunk)
     plan = stages.plan_insert_rows(R.shape[0], n + nc, p, ex.panel_width(p, dtype))
-    lead = ex.triangle_rows_with_q(plan, cp.asarray(Q), cp.asarray(np.vstack([Rb, U])), nc)
+    lead = ex.triangle_rows(plan, cp.asarray(Q), cp.asarray(np.vstack([Rb, U])), nc)
     if one_launch and nc == 0 and R.shape[0] >= n:      # tall: the plan is the triangle
         assert lead is not None and not lead[2]
     else:                           # per panel; carried columns; a wide matrix's panels
@@ -686,7 +686,7 @@ def test_cupy_cols_with_q(m, n, k, p, nc, mode, dtype, one_launch, chunk, monkey
     ex = gpu_triangle(monkeypatch, one_launch, chunk)
     plan = stages.plan_delete_cols(R.shape[0], n, k, p, ex.panel_width(p, dtype))
     R_w = np.hstack([Rb[:, :k], Rb[:, k + p:]])
-    band = ex.triangle_cols_with_q(plan, cp.asarray(Q), cp.asarray(R_w))
+    band = ex.triangle_cols(plan, cp.asarray(Q), cp.asarray(R_w))
     if not one_launch:
         assert band is None
     elif R.shape[0] >= n:                                   # tall: the band is a triangle
@@ -704,6 +704,44 @@ def test_cupy_cols_with_q(m, n, k, p, nc, mode, dtype, one_launch, chunk, monkey
     np.testing.assert_allclose(abs(Rg[:, :n1]), abs(Rn[:, :n1]), rtol=0, atol=atol)
     np.testing.assert_allclose(np.linalg.norm(Rg[:, n1:], axis=0),
                                np.linalg.norm(Rn[:, n1:], axis=0), rtol=0, atol=atol)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
+@TRIANGLE_PATHS
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m, n, p", [(200, 90, 1), (130, 100, 4), (300, 257, 33), (64, 64, 1),
+                                     (70, 64, 8), (40, 60, 2)])
+@pytest.mark.parametrize("mode", ["full", "thin"])
+def test_cupy_rank_update_with_q(m, n, p, mode, dtype, one_launch, chunk, monkeypatch):
+    """A rank-p update with Q: after the sweeps and the rank-p term, the band of p
+    subdiagonals is reduced by one launch of kernels/triangle.cu with the identity carried,
+    then Q by two GEMMs (a wide matrix, a square one with p > 1, or a thin Q with fewer
+    than p rows to spare: panel by panel), or one launch per panel.  Against A + U V^T and the NumPy
+    path."""
+    import cupy as cp
+
+    from qrlab import updates
+    from qrlab.executor import Executor
+    rng = np.random.default_rng(m + n + p)
+    A = rng.standard_normal((m, n)).astype(dtype)
+    U, V = (rng.standard_normal((s, p)).astype(dtype) for s in (m, n))
+    Q, R = factor(A, mode)
+    mode = updates._check_shapes(Q, R)              # a wide matrix's economic Q is square
+    ex = gpu_triangle(monkeypatch, one_launch, chunk)
+    nrows = m if mode == "full" else n + min(p, m - n)
+    plan = stages.plan_rank_update(nrows, n, p, ex.panel_width(p, dtype))
+    band = ex.triangle_cols(plan, cp.asarray(Q), cp.zeros((nrows, n + p), dtype=dtype))
+    n_tri = min(n, nrows - 1)       # the columns with a subdiagonal (the last row has none)
+    if one_launch and n_tri + p <= nrows:           # the band is p rows over a triangle
+        assert band is not None and band[:3] == (0, p, n_tri) and len(band[3]) == 2
+    else:
+        assert band is None
+    Qg, Rg = (x.get() for x in updates._rank_update(cp.asarray(Q), cp.asarray(R),
+                                                    cp.asarray(U), cp.asarray(V), mode, ex))
+    check_factors(Qg, Rg, A + U @ V.T, mode)
+    Qn, Rn = updates._rank_update(Q, R, U, V, mode, Executor())
+    np.testing.assert_allclose(abs(Rg), abs(Rn), rtol=0, atol=tol(dtype, m, n) * np.abs(Rn).max())
 
 
 @pytest.mark.gpu
@@ -733,7 +771,7 @@ def test_cupy_cols_without_q(nrows, n, k, p, nc, dtype, one_launch, chunk, monke
     if not one_launch or k >= n - p:
         assert band is None
     elif nrows >= n:                # (a wide matrix's last panels may be cut short)
-        assert band == (k, p, n - p - k)
+        assert band == (k, p, n - p - k, ())
     ex.run(plan, None, Rg)
     Rg = Rg.get()
     Rn = W.copy()
