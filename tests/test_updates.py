@@ -708,6 +708,34 @@ def test_cupy_cols_with_q(m, n, k, p, nc, mode, dtype, one_launch, chunk, monkey
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
+@pytest.mark.parametrize("which", ["rank-1", "column at the front"])
+def test_cupy_long_sweep_float32(which):
+    """The fused sweeps' float32 rotations are rounded without bias: a rank-1 update with
+    full Q chains m rotations through Q's columns (adding a column at the front, n
+    through R's rows), so Q's departure from orthogonality and the residual grow like
+    sqrt(m) eps, not m eps.  (Rotations whose c^2 + s^2 erred by a fraction of an ulp of
+    one sign, rotation after rotation, left them 10 to 30 times larger here.)"""
+    import cupy as cp
+    rng = np.random.default_rng(7)
+    m, n = (6000, 100) if which == "rank-1" else (6000, 3000)
+    A = rng.standard_normal((m, n)).astype(np.float32)
+    Q, R = factor(A, "full" if which == "rank-1" else "thin")
+    if which == "rank-1":
+        u, v = rng.standard_normal(m).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+        Q1, R1 = qr_update(cp.asarray(Q), cp.asarray(R), cp.asarray(u), cp.asarray(v))
+        A1 = A.astype(np.float64) + np.outer(u, v)
+    else:
+        c = rng.standard_normal(m).astype(np.float32)
+        Q1, R1 = qr_insert(cp.asarray(Q), cp.asarray(R), cp.asarray(c), 0, "col")
+        A1 = np.insert(A.astype(np.float64), 0, c, axis=1)
+    Q1, R1 = Q1.astype(cp.float64), R1.astype(cp.float64)
+    bound = 2 * np.sqrt(m) * np.finfo(np.float32).eps
+    assert float(cp.abs(Q1.T @ Q1 - cp.eye(Q1.shape[1])).max()) <= bound
+    assert float(cp.linalg.norm(Q1 @ R1 - cp.asarray(A1)) / np.linalg.norm(A1)) <= bound
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
 @TRIANGLE_PATHS
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("m, n, p", [(200, 90, 1), (130, 100, 4), (300, 257, 33), (64, 64, 1),

@@ -63,13 +63,25 @@
 // or the identity where `on` is false or a = b = 0, without branches.  a and b are
 // scaled by 2^-e, m = 2^e 1.f their larger magnitude, so that a^2 + b^2 neither
 // overflows nor underflows.
+//
+// In float, 1 / r is rsqrtf's estimate and one Newton step whose residual 1 - r2 inv^2
+// is formed without rounding error (r2 inv split into h + hl by an FMA).  The plain step,
+// inv (1.5 - 0.5 r2 inv inv), rounds its residual with a bias, so c^2 + s^2 came out
+// off 1 by a fraction of an ulp of the same sign, rotation after rotation: a sweep
+// chains m of them, and on an H100 a rank-1 update of 8000 x 1000 with full Q left
+// max |Q^T Q - I| at 5.1e-5 and ||QR - A|| / ||A|| at 8.7e-5 (2.8e-6 and 6.0e-6 now;
+// LAPACK's rotations on the CPU 1.1e-5 and 1.3e-5), and adding a column at the front of
+// 12000 x 3000 (thin Q) 8.3e-5 (4.1e-6 now), with no change in time.  IEEE sqrtf and
+// divisions gave the same accuracy but made the rank-1 update 15 percent slower.
 __device__ __forceinline__ void strip_givens(float a, float b, bool on, float& c, float& s)
 {
     const float m = fmaxf(fabsf(a), fabsf(b));
     const float k = __int_as_float(0x7f000000 - (__float_as_int(m) & 0x7f800000));
     const float x = a * k, y = b * k, r2 = x * x + y * y;
     float inv = rsqrtf(r2);
-    inv = inv * (1.5f - 0.5f * r2 * inv * inv);      // one Newton step: to rounding
+    const float h = r2 * inv, hl = fmaf(r2, inv, -h);       // r2 inv = h + hl exactly
+    const float e = fmaf(-hl, inv, fmaf(-h, inv, 1.f));      // 1 - r2 inv^2, to rounding
+    inv = fmaf(0.5f * inv, e, inv);
     on = on && m != 0.f;
     c = on ? fabsf(x) * inv : 1.f;
     s = on ? (a < 0.f ? -y : y) * inv : 0.f;
