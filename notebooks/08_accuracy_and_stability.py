@@ -130,10 +130,11 @@ plt.show()
 #
 # Run at the paper's size (`QRLAB_SIZE=paper`; we ran it on an H100), qrlab's float32
 # forward errors are those of the paper's serial column ($1$ to $4 \cdot 10^{-6}$ against
-# $2$ to $8 \cdot 10^{-6}$), while its orthogonality ($6 \cdot 10^{-6}$ to $2 \cdot
-# 10^{-5}$ against about $2 \cdot 10^{-4}$) and backward errors ($3 \cdot 10^{-6}$ to $2
-# \cdot 10^{-5}$ against $5 \cdot 10^{-5}$ to $5 \cdot 10^{-4}$) are 10 to 30 times
-# smaller: the same algorithms in exact arithmetic, with different roundoff.
+# $2$ to $8 \cdot 10^{-6}$), while its orthogonality ($4 \cdot 10^{-6}$ to $3 \cdot
+# 10^{-5}$ against about $2 \cdot 10^{-4}$) and backward errors ($2 \cdot 10^{-6}$ to $2
+# \cdot 10^{-5}$ against $5 \cdot 10^{-5}$ to $5 \cdot 10^{-4}$) are 7 to 60 times
+# smaller: the same algorithms in exact arithmetic, with different roundoff
+# (`benchmarks/results/accuracy-H100-float32.md`).
 #
 # The claims, as checks.  The bound is the textbook one for a product of $O(m)$
 # orthogonal transformations, $m\,\varepsilon$ (and $\kappa(\tilde A)\, m\,\varepsilon$ for
