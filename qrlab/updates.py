@@ -527,12 +527,14 @@ def qr_update(Q, R, u, v, overwrite_qruv=False, check_finite=True, *, method="bl
 
     Notes
     -----
-    With ``W = Q^H u``: Stage 1, ``p`` pipelined Givens sweeps reduce ``W`` to its top
-    ``p`` rows, leaving R with ``p`` subdiagonals (the rotations also act on Q); Stage 2
-    adds ``W[:p] v^H`` to the top ``p`` rows; Stage 3 removes the band with the Householder
-    panels of column deletion (Golub & Van Loan Section 12.5.1, blocked; on a GPU one
-    launch of the triangle kernel, Q's columns then by two matrix products).  Cost about
-    ``6 p m (m + n)`` flops for the sweeps and ``4 p m n`` for the panels.
+    With ``W = Q^H u``: with a full Q, a Householder QR first compresses W's ``m - n``
+    rows below R's triangle (R is zero there) to ``p``; then ``p`` pipelined Givens sweeps
+    reduce ``W`` to its top ``p`` rows, leaving R with ``p`` subdiagonals (the rotations
+    also act on Q); ``W[:p] v^H`` is added to the top ``p`` rows; and the band is removed
+    with the Householder panels of column deletion (Golub & Van Loan Section 12.5.1,
+    blocked; on a GPU one launch of the triangle kernel, Q's columns then by two matrix
+    products).  Cost about ``4 p m (m - n)`` flops for the first reflectors on Q,
+    ``6 p (n + p) (m + n)`` for the sweeps and ``4 p m n`` for the panels.
 
     Examples
     --------
