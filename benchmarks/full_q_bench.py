@@ -5,8 +5,8 @@ the same update panel by panel, and against recomputing the full QR of the new m
 
 For each case, device-resident data, CUDA events, one warm-up run, the median of
 --reps runs, a 256 MiB buffer rewritten before each so that no run starts with a warm
-L2 cache (``cholesky_bench.Clock``).  Each run is checked: ||Q1 R1 - A1|| / ||A1|| and max |Q1^T Q1 - I| for both
-paths.  Prints a markdown table and writes it to --out.
+L2 cache (``cholesky_bench.Clock``).  Each run is checked: ||Q1 R1 - A1|| / ||A1|| and
+max |Q1^T Q1 - I| for both paths.  Prints a markdown table and writes it to --out.
 
 Usage (GPU): python3 benchmarks/full_q_bench.py --out benchmarks/results/full-q.md
 """
