@@ -360,8 +360,8 @@ def plan_rank_update(nrows: int, n: int, p: int, nb: int | None = None) -> Plan:
     ``n + s`` for column ``s``, not from the bottom, and touch ``n + p`` columns of Q, not
     ``m`` (on an H100, a rank-1 update of 8000 x 1000 with full Q in float64: 7.9 ms with
     sweeps from the bottom, 4.0 ms so).  Then Givens sweeps reduce ``W`` to ``p`` rows,
-    leaving ``p`` subdiagonals in R; the rank-p term ``W[:p] V^H`` is added to the top rows; and Householder panels
-    remove the band, as in removing columns.
+    leaving ``p`` subdiagonals in R; the rank-p term ``W[:p] V^H`` is added to the top
+    rows; and Householder panels remove the band, as in removing columns.
     """
     nb = nb or default_block(p)
     q = min(p, nrows)
