@@ -555,8 +555,8 @@ class GpuExecutor(Executor):
     #: make the working copies of removing rows beside the rotation kernel
     #: (:meth:`working_copies`)
     copies_behind = True
-    #: with Q, run adding rows and removing columns as one triangle launch and two GEMMs
-    #: of Q (:meth:`_triangle_with_q`; else panel by panel)
+    #: with Q, run adding rows, removing columns and a rank update's band as one triangle
+    #: launch and two GEMMs of Q (:meth:`_triangle_with_q`; else panel by panel)
     triangle_keeps_q = True
 
     def panel_width(self, p, dtype):
