@@ -668,8 +668,7 @@ class GpuExecutor(Executor):
         W = cp.zeros((s, nc + s), dtype=R.dtype)
         W[:nt, :nc] = R[t0:t1, c0:]
         W[nt:, :nc] = R[b0:b1, c0:]
-        diag = cp.arange(s)
-        W[diag, nc + diag] = 1
+        W[:, nc:].diagonal().fill(1)           # (a view: no index arrays, no scatter)
         self.triangle_update(W[:nt], W[nt:], 1, positive=False, check=False)
         Ht = W[:, nc:]
         X = cp.empty((Q.shape[0], s), dtype=Q.dtype)

@@ -211,17 +211,16 @@ def _insert_rows(Q, R, U, k, mode, executor, nb=None, nc=None):
     R_w = xp.concatenate([R, U], axis=0)
     Q_w = None
     if Q is not None:
+        # [A_1; U; A_2] = Q_w [R; U]: the new rows of A take rows k .. k + p of Q_w, which
+        # pick U's rows.  The update only mixes Q_w's columns, so its rows are in their
+        # final order from the start.
         m, w = Q.shape
         Q_w = xp.zeros((m + p, w + p), dtype=Q.dtype)
-        Q_w[:m, :w] = Q
-        Q_w[m:, w:] = xp.eye(p, dtype=Q.dtype)
+        Q_w[:k, :w] = Q[:k]
+        Q_w[k + p:, :w] = Q[k:]
+        Q_w[k:k + p, w:] = xp.eye(p, dtype=Q.dtype)
     nb = nb or executor.panel_width(p, R.dtype)
     executor.run(stages.plan_insert_rows(m_r, n, p, nb), Q_w, R_w, {"carried": nc})
-    if Q_w is not None:
-        m = Q.shape[0]
-        # the new rows of A sit at k..k+p: move their rows of Q there
-        order = list(range(k)) + list(range(m, m + p)) + list(range(k, m))
-        Q_w = Q_w[xp.asarray(order)]
     return Q_w, R_w
 
 
@@ -233,7 +232,7 @@ def _delete_rows(Q, R, k, p, mode, executor, nc=0, rhs=None):
     if mode == "thin":
         q = min(p, m - Q.shape[1])
         E = xp.zeros((m, p), dtype=Q.dtype)
-        E[xp.arange(k, k + p), xp.arange(p)] = 1
+        xp.fill_diagonal(E[k:k + p], 1)        # (contiguous rows: a view in place)
         _, Qy, _ = _extend_basis(Q, E, q)
         extra = xp.zeros((q, R.shape[1]), dtype=R.dtype)
         if nc and rhs is not None:

@@ -284,6 +284,8 @@ def test_rank_deficient_updates():
     V = rng.standard_normal((4, 2))
     Q1, R1 = qr_update(Qe, Re, A[:, :2], V)
     check_factors(Q1, R1, A + A[:, :2] @ V.T, "thin")
+    Q1, R1 = qr_update(Qe, Re, A[:, 0], V[:, 0])      # one column, in the span of Q
+    check_factors(Q1, R1, A + np.outer(A[:, 0], V[:, 0]), "thin")
 
 
 def test_thin_delete_rows_with_a_row_of_leverage_one():
