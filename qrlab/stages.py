@@ -228,6 +228,17 @@ def _band_panels(first: int, last: int, band: int, nrows: int, nb: int, what: st
     return stages
 
 
+def _below_r(nrows: int, n_r: int, cols: tuple[int, int], zero_to: int | None = None):
+    """Stage 1 of adding columns and of the rank-p update: a Householder QR of the rows
+    of ``W = Q^H U`` (columns ``cols``) below R's triangle of ``n_r`` rows.  R is zero
+    there, so nothing fills; afterwards column ``s`` of ``W`` is nonzero down to row
+    ``n_r + s``, where the Givens sweeps after it start.  Returns the stage and those
+    sweeps' ``bottoms``."""
+    stage = Stage(f"Stage 1: Householder QR of the {nrows - n_r} rows of Q^H U below R",
+                  (Reflect(((n_r, nrows),), cols, zero_to=zero_to),))
+    return stage, tuple(min(n_r + s + 1, nrows) for s in range(cols[1] - cols[0]))
+
+
 @_cached
 def plan_delete_cols(nrows: int, n: int, k: int, p: int, nb: int | None = None) -> Plan:
     """Removing columns ``k:k+p`` (001 Section 3.2, Fig. 3).
@@ -266,19 +277,16 @@ def plan_insert_cols(nrows: int, n: int, k: int, p: int) -> Plan:
                   f"{k} in the new columns", (Reflect(((k, nrows),), (k, k + p)),)),
             Stage(f"Stage 2: Householder QR of the {n - k} filled columns after them, from "
                   f"row {k + p}", (Reflect(((k + p, nrows),), (k + p, n + p)),))))
-    below = nrows - n_r
-    stages = []
-    if below > 1:
+    stages, bottoms = [], (nrows,) * p
+    if nrows - n_r > 1:
         # (those rows are zero right of the new columns, but for carried columns past
         # n + p, a right-hand side)
-        stages.append(Stage(f"Stage 1: Householder QR of the {below} rows of Q^H U below R",
-                            (Reflect(((n_r, nrows),), (k, k + p), zero_to=n + p),)))
-    # after Stage 1, column s of W is nonzero down to row n_r + s
-    bottoms = tuple(min(n_r + s + 1, nrows) for s in range(p)) if below else (nrows,) * p
+        stage, bottoms = _below_r(nrows, n_r, (k, k + p), zero_to=n + p)
+        stages.append(stage)
     sweeps = Sweeps("R", (k, k + p), tuple(k + s for s in range(p)), bottoms, (k + p, None))
     if sweeps.count:
-        stages.append(Stage(f"Stage {len(stages) + 1}: Givens sweeps up the {p} new column{'s' * (p > 1)}",
-                            (sweeps,)))
+        title = f"Givens sweeps up the {p} new column{'s' * (p > 1)}"
+        stages.append(Stage(f"Stage {len(stages) + 1}: {title}", (sweeps,)))
     return Plan("insert_cols", (nrows, n + p), tuple(stages))
 
 
@@ -366,13 +374,10 @@ def plan_rank_update(nrows: int, n: int, p: int, nb: int | None = None) -> Plan:
     nb = nb or default_block(p)
     q = min(p, nrows)
     n_r = min(nrows, n)             # rows that hold the triangle of R
-    below = nrows - n_r
-    stages = []
-    if below > p:
-        stages.append(Stage(f"Stage 1: Householder QR of the {below} rows of Q^H U below R",
-                            (Reflect(((n_r, nrows),), (n, n + p)),)))
-    # after Stage 1, column s of W is nonzero down to row n_r + s
-    bottoms = tuple(min(n_r + s + 1, nrows) for s in range(p)) if stages else (nrows,) * p
+    stages, bottoms = [], (nrows,) * p
+    if nrows - n_r > p:
+        stage, bottoms = _below_r(nrows, n_r, (n, n + p))
+        stages.append(stage)
     sweeps = Sweeps("R", (n, n + p), tuple(range(p)), bottoms, (0, n))
     at = len(stages) + 1
     stages += [Stage(f"Stage {at}: Givens sweeps reduce Q^H U to {q} rows", (sweeps,)),
