@@ -573,6 +573,16 @@ TRIANGLE_PATHS = pytest.mark.parametrize(
     ids=["one-launch", "one-launch-chunks-of-5", "per-panel"])
 
 
+def gpu_triangle_test(test):
+    """The marks of a GPU test of the triangle update: skipped without a GPU, run on each
+    path of TRIANGLE_PATHS, in float32 and float64."""
+    for mark in (pytest.mark.parametrize("dtype", [np.float32, np.float64]), TRIANGLE_PATHS,
+                 pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU"),
+                 pytest.mark.gpu):
+        test = mark(test)
+    return test
+
+
 def gpu_triangle(monkeypatch, one_launch, chunk):
     """A GPU executor whose triangle updates take the launches of TRIANGLE_PATHS."""
     from qrlab.gpu import GpuExecutor
@@ -581,10 +591,7 @@ def gpu_triangle(monkeypatch, one_launch, chunk):
     return GpuExecutor()
 
 
-@pytest.mark.gpu
-@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
-@TRIANGLE_PATHS
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@gpu_triangle_test
 @pytest.mark.parametrize("nrows, n, p, nc", [(40, 40, 1, 0), (64, 64, 5, 1), (100, 70, 33, 1),
                                               (300, 257, 64, 2), (33, 33, 100, 1),
                                               (1000, 1000, 7, 1), (20, 40, 5, 0),
@@ -618,10 +625,7 @@ def test_cupy_rows_without_q(nrows, n, p, nc, dtype, one_launch, chunk, monkeypa
     assert np.array_equal(np.triu(Rg), Rg)      # eliminated entries exactly zero
 
 
-@pytest.mark.gpu
-@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
-@TRIANGLE_PATHS
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@gpu_triangle_test
 @pytest.mark.parametrize("m, n, p, k, nc", [(200, 90, 1, 0, 0), (200, 90, 1, 200, 1),
                                             (130, 100, 33, 60, 0), (130, 100, 33, 60, 2),
                                             (64, 64, 5, 10, 0), (90, 40, 300, 45, 0),
@@ -664,10 +668,7 @@ def test_cupy_rows_with_q(m, n, p, k, nc, mode, dtype, one_launch, chunk, monkey
     np.testing.assert_allclose(abs(Rg), abs(Rn), rtol=0, atol=tol(dtype, m, n) * np.abs(Rn).max())
 
 
-@pytest.mark.gpu
-@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
-@TRIANGLE_PATHS
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@gpu_triangle_test
 @pytest.mark.parametrize("m, n, k, p, nc", [(200, 90, 0, 1, 0), (200, 90, 88, 1, 1),
                                             (130, 100, 10, 33, 2), (64, 64, 5, 40, 0),
                                             (300, 120, 60, 1, 1), (40, 60, 3, 5, 0)])
@@ -736,10 +737,7 @@ def test_cupy_long_sweep_float32(which):
     assert float(cp.linalg.norm(Q1 @ R1 - cp.asarray(A1)) / np.linalg.norm(A1)) <= bound
 
 
-@pytest.mark.gpu
-@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
-@TRIANGLE_PATHS
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@gpu_triangle_test
 @pytest.mark.parametrize("m, n, p", [(200, 90, 1), (130, 100, 4), (300, 257, 33), (64, 64, 1),
                                      (70, 64, 8), (40, 60, 2)])
 @pytest.mark.parametrize("mode", ["full", "thin"])
@@ -774,10 +772,7 @@ def test_cupy_rank_update_with_q(m, n, p, mode, dtype, one_launch, chunk, monkey
     np.testing.assert_allclose(abs(Rg), abs(Rn), rtol=0, atol=tol(dtype, m, n) * np.abs(Rn).max())
 
 
-@pytest.mark.gpu
-@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
-@TRIANGLE_PATHS
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@gpu_triangle_test
 @pytest.mark.parametrize("nrows, n, k, p, nc", [(40, 40, 0, 1, 0), (40, 40, 39, 1, 1),
                                                 (130, 100, 10, 33, 1), (300, 300, 0, 200, 2),
                                                 (900, 800, 100, 600, 1), (60, 90, 5, 20, 0),
