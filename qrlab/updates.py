@@ -211,16 +211,17 @@ def _insert_rows(Q, R, U, k, mode, executor, nb=None, nc=None):
     R_w = xp.concatenate([R, U], axis=0)
     Q_w = None
     if Q is not None:
-        # [A_1; U; A_2] = Q_w [R; U]: the new rows of A take rows k .. k + p of Q_w, which
-        # pick U's rows.  The update only mixes Q_w's columns, so its rows are in their
-        # final order from the start.
         m, w = Q.shape
         Q_w = xp.zeros((m + p, w + p), dtype=Q.dtype)
-        Q_w[:k, :w] = Q[:k]
-        Q_w[k + p:, :w] = Q[k:]
-        Q_w[k:k + p, w:] = xp.eye(p, dtype=Q.dtype)
+        Q_w[:m, :w] = Q
+        Q_w[m:, w:] = xp.eye(p, dtype=Q.dtype)
     nb = nb or executor.panel_width(p, R.dtype)
     executor.run(stages.plan_insert_rows(m_r, n, p, nb), Q_w, R_w, {"carried": nc})
+    if Q_w is not None:
+        m = Q.shape[0]
+        # the new rows of A sit at k..k+p: move their rows of Q there
+        order = list(range(k)) + list(range(m, m + p)) + list(range(k, m))
+        Q_w = Q_w[xp.asarray(order)]
     return Q_w, R_w
 
 

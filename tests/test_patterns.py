@@ -195,6 +195,7 @@ def test_blue_and_red_regions():
     assert dr[2].red_R[:9].all() and not dr[2].red_R[9:].any()
     ir = trace("insert_rows", 8, 6, 4, 3)
     assert ir[0].blue_R[8:].all() and not ir[0].blue_R[:8].any()
+    assert ir[0].blue_Q[8:].all() and not ir[0].blue_Q[:8].any()   # the papers' order
     assert ir[-1].blue_Q[3:7].all() and ir[-1].blue_Q.sum() == 4 * 12   # back in place
     dc = trace("delete_cols", 8, 5, 2, 1)
     assert all(f.cut == 1 for f in dc) and not dc[0].blue_R.any()
