@@ -49,7 +49,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
-from qrlab.backend import executor_for  # noqa: E402
+from qrlab.backend import executor_for, gpu_name  # noqa: E402
 from qrlab.cholesky import DEFAULT_BLOCK_SIZE, cholesky_update  # noqa: E402
 
 GPU_N = (1000, 2000, 5000, 10000, 20000)
@@ -271,9 +271,7 @@ def main(argv=None):
         device = f"CPU ({platform.processor() or platform.machine()}), NumPy {np.__version__}"
     else:
         import cupy as xp
-        props = xp.cuda.runtime.getDeviceProperties(xp.cuda.Device().id)
-        name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
-        device = f"{name}, CuPy {xp.__version__}"
+        device = f"{gpu_name()}, CuPy {xp.__version__}"
     clock = Clock(xp)
     rng = np.random.default_rng(20101104)          # seed 004's date
     if not args.cpu:

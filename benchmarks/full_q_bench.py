@@ -21,6 +21,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
 import qrlab  # noqa: E402
+from qrlab.backend import gpu_name  # noqa: E402
 from cholesky_bench import Clock, median_ms  # noqa: E402  (this folder)
 
 # (update, m, n, p, k): a row or column at the front, the middle, and the papers' sizes
@@ -76,8 +77,7 @@ def run_case(cp, clock, dtype, case, reps):
 def main(argv=None):
     args = parse_args(argv)
     import cupy as cp
-    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
-    name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+    name = gpu_name()
     clock = Clock(cp)
     lines = [f"# Full-Q updates on the GPU: one triangle launch vs panel by panel ({name})",
              "",

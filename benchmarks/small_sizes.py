@@ -21,12 +21,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
 import qrlab  # noqa: E402
+from qrlab.backend import gpu_name  # noqa: E402
 
 SIZES = [(500, 50), (2000, 200)]
 
 
 def cases(cp, dtype, m, n):
-    """(update, Q, call, updated A) for one row or column at the middle, and rank 1."""
+    """(update, Q, call, updated A, recomputation) for one row or column at the middle,
+    and rank 1, with full and thin Q."""
     rng = np.random.default_rng(m + n)
     A = cp.asarray(rng.standard_normal((m, n)), dtype=dtype)
     u, col = (cp.asarray(rng.standard_normal(m), dtype=dtype) for _ in range(2))
@@ -69,10 +71,9 @@ def main(argv=None):
     parser.add_argument("--out", type=Path, required=True, help="markdown file to write")
     args = parser.parse_args(argv)
     import cupy as cp
-    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
-    name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+    name = gpu_name()
     lines = [f"# Small updates on the GPU, call by call ({name})", "",
-             f"Command: `python3 benchmarks/small_sizes.py --out ...`  ",
+             "Command: `python3 benchmarks/small_sizes.py --out ...`  ",
              f"CuPy {cp.__version__}; wall-clock ms per call, device synchronised after "
              "each, median of 9 blocks of 10 calls.", "",
              "| dtype | m | n | update | Q | update ms | QR recomputed ms | error |",

@@ -22,6 +22,7 @@ __all__ = [
     "to_numpy",
     "describe",
     "executor_for",
+    "gpu_name",
     "solve_triangular",
     "working_copy",
 ]
@@ -129,9 +130,14 @@ def describe() -> str:
         forced = os.environ.get("QRLAB_BACKEND", "").strip().lower()
         why = "forced by QRLAB_BACKEND" if forced == "numpy" else reason
         return f"NumPy {np.__version__} on the CPU ({why})"
-    props = xp.cuda.runtime.getDeviceProperties(xp.cuda.Device().id)
-    name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
-    return f"CuPy {xp.__version__} on {name}"
+    return f"CuPy {xp.__version__} on {gpu_name()}"
+
+
+def gpu_name() -> str:
+    """The name of the current CUDA device, as CUDA reports it (needs CuPy)."""
+    import cupy
+    name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
+    return name.decode() if isinstance(name, bytes) else name
 
 
 def executor_for(xp, method: str = "blocked"):

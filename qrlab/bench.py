@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from . import updates
-from .backend import executor_for, solve_triangular
+from .backend import executor_for, gpu_name, solve_triangular
 
 # The papers' tables, as (table, op, m, n, p, k, paper CULA seconds, paper update seconds).
 # 000 writes n rows and m columns; these are already in qrlab's m rows, n columns.
@@ -321,9 +321,7 @@ def main(argv=None):
         import cupy as xp
         cases = {"paper": paper_cases(False), "paper-full": paper_cases(True),
                  "quick": quick_cases()}[args.suite]
-        props = xp.cuda.runtime.getDeviceProperties(xp.cuda.Device().id)
-        name = props["name"]
-        device = (name.decode() if isinstance(name, bytes) else name).replace(" ", "-")
+        device = gpu_name().replace(" ", "-")
     if args.tables:
         keep = set(args.tables.split(","))
         cases = [c for c in cases if c["table"] in keep]
