@@ -2,6 +2,9 @@
 
 * Tests marked ``gpu`` are skipped, with the reason, where CuPy sees no CUDA device, so the
   same suite runs on a laptop, in CI and on a GPU machine.
+* Updates on CuPy arrays run without CUDA graphs unless a test turns them on
+  (``qrlab.graphs.using``): a test names the path it checks, and a graph would replay
+  whatever path it recorded first (``tests/test_graphs.py`` checks the graphs).
 * Hypothesis runs without its per-example deadline: a deadline is a timing assertion, and
   timings belong in benchmarks, not in pass/fail tests (a slow CI machine must not fail).
   Under CI (``CI`` set) examples are also derandomized, so a failure reproduces exactly.
@@ -20,6 +23,13 @@ if settings is not None:
     settings.register_profile("qrlab-ci", deadline=None, derandomize=True, print_blob=True)
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE")
                           or ("qrlab-ci" if os.environ.get("CI") else "qrlab"))
+
+
+@pytest.fixture(autouse=True)
+def _graphs_off():
+    from qrlab import graphs
+    with graphs.using(False):
+        yield
 
 
 def pytest_collection_modifyitems(config, items):

@@ -1,11 +1,14 @@
-"""Time one-row/one-column updates of small factorizations on a GPU, call by call, against
-recomputing the QR with cuSOLVER (``cupy.linalg.qr``, the same mode).
+"""Time one-row/one-column updates of small factorizations on a GPU, call by call, with
+and without CUDA graphs (:mod:`qrlab.graphs`), against recomputing the QR with cuSOLVER
+(``cupy.linalg.qr``, the same mode).
 
-At these sizes the GPU's work takes microseconds and a call's time is the host's: the
-Python and CuPy calls that queue an update's 20 to 60 operations.  So each update is
-timed as a caller sees it: wall-clock time per call, the device synchronised after
-each, the median of 9 blocks of 10 calls after 3 warm-up calls.  Each result is checked
-against the updated matrix (||Q1 R1 - A1|| / ||A1||).
+At these sizes the GPU's work takes microseconds and, without a graph, a call's time is
+the host's: the Python and CuPy calls that queue an update's 20 to 60 operations.  So
+each update is timed as a caller sees it: wall-clock time per call, the device
+synchronised after each, the median of 9 blocks of 10 calls after 3 warm-up calls (which
+record the graph).  The two ways alternate block by block, so that drifts of the host's
+speed fall on both.  Each result is checked against the updated matrix
+(||Q1 R1 - A1|| / ||A1||, the larger of the two ways').
 
 Usage (GPU): python3 benchmarks/small_sizes.py --out benchmarks/results/small-sizes.md
 """
@@ -21,6 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
 import qrlab  # noqa: E402
+from qrlab import graphs  # noqa: E402
 from qrlab.backend import gpu_name  # noqa: E402
 
 SIZES = [(500, 50), (2000, 200)]
@@ -51,18 +55,28 @@ def cases(cp, dtype, m, n):
             yield name, q, call, A1, lambda A1=A1, mode=mode: cp.linalg.qr(A1, mode=mode)
 
 
-def per_call_ms(cp, call, blocks=9, count=10):
-    for _ in range(3):
-        call()
-    times = []
-    for _ in range(blocks):
-        cp.cuda.Device().synchronize()
-        t0 = time.perf_counter()
-        for _ in range(count):
+def per_call_ms(cp, calls, blocks=9, count=10):
+    """Median wall-clock ms per call of each of ``calls``, their blocks interleaved."""
+    for call in calls:
+        for _ in range(3):
             call()
+    times = [[] for _ in calls]
+    for _ in range(blocks):
+        for call, took in zip(calls, times):
             cp.cuda.Device().synchronize()
-        times.append((time.perf_counter() - t0) / count * 1e3)
-    return float(np.median(times))
+            t0 = time.perf_counter()
+            for _ in range(count):
+                call()
+                cp.cuda.Device().synchronize()
+            took.append((time.perf_counter() - t0) / count * 1e3)
+    return [float(np.median(took)) for took in times]
+
+
+def with_graphs(flag, call):
+    def run():
+        with graphs.using(flag):
+            return call()
+    return run
 
 
 def main(argv=None):
@@ -75,19 +89,32 @@ def main(argv=None):
     lines = [f"# Small updates on the GPU, call by call ({name})", "",
              "Command: `python3 benchmarks/small_sizes.py --out ...`  ",
              f"CuPy {cp.__version__}; wall-clock ms per call, device synchronised after "
-             "each, median of 9 blocks of 10 calls.", "",
-             "| dtype | m | n | update | Q | update ms | QR recomputed ms | error |",
-             "|---|---|---|---|---|---|---|---|"]
+             "each, median of 9 blocks of 10 calls, the three ways' blocks interleaved. "
+             "graph: whether the update was replayed from a CUDA graph (no: its recording "
+             "was refused, and it ran as without graphs).", "",
+             "| dtype | m | n | update | Q | update ms, no graph | update ms, graphs | graph "
+             "| QR recomputed ms | error |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     print("\n".join(lines), flush=True)
+    refusals = set()
     for dtype in args.dtypes:
         for m, n in SIZES:
             for update, q, call, A1, recompute in cases(cp, dtype, m, n):
-                Q1, R1 = call()
-                err = float(cp.linalg.norm(Q1 @ R1 - A1) / cp.linalg.norm(A1))
-                line = (f"| {dtype} | {m} | {n} | {update} | {q} | {per_call_ms(cp, call):.2f} "
-                        f"| {per_call_ms(cp, recompute):.2f} | {err:.1e} |")
+                graphs.clear()
+                plain, graphed = with_graphs(False, call), with_graphs(True, call)
+                t_plain, t_graph, t_qr = per_call_ms(cp, [plain, graphed, recompute])
+                replayed = graphs.info()["replayed"] > 0
+                refusals.update(graphs.info()["refusals"])
+                err = max(float(cp.linalg.norm(Q1 @ R1 - A1) / cp.linalg.norm(A1))
+                          for Q1, R1 in (plain(), graphed()))
+                line = (f"| {dtype} | {m} | {n} | {update} | {q} | {t_plain:.2f} "
+                        f"| {t_graph:.2f} | {'yes' if replayed else 'no'} | {t_qr:.2f} "
+                        f"| {err:.1e} |")
                 lines.append(line)
                 print(line, flush=True)
+    lines += ["", "Why the updates without a graph were not recorded:", ""]
+    lines += [f"- {reason}" for reason in sorted(refusals)] or ["- (none)"]
+    print("\n".join(lines[-len(refusals) - 3:]), flush=True)
     args.out.write_text("\n".join(lines) + "\n")
 
 

@@ -23,6 +23,8 @@ __all__ = [
     "describe",
     "executor_for",
     "gpu_name",
+    "matmul",
+    "run_update",
     "solve_triangular",
     "working_copy",
 ]
@@ -157,6 +159,30 @@ def executor_for(xp, method: str = "blocked"):
     return Executor(method)
 
 
+def matmul(A, B):
+    """``A @ B`` for 2-D arrays.  On CuPy, real ones go to :func:`qrlab.blas.matmul`
+    (cuBLAS called by qrlab itself), which a CUDA graph can record; CuPy's own ``@``
+    refuses to run while a graph is being recorded (:mod:`qrlab.graphs`)."""
+    if is_cupy(A) and A.ndim == B.ndim == 2 and A.dtype == B.dtype \
+            and A.dtype.kind == "f" and A.dtype.itemsize in (4, 8):
+        from .blas import matmul as by_cublas
+        try:
+            return by_cublas(A, B)
+        except ValueError:                   # (an operand with no contiguous rows or columns)
+            pass
+    return A @ B
+
+
+def run_update(core, arrays, **params):
+    """``core(*arrays, **params)``, an update on validated arrays: called directly on NumPy;
+    on CuPy through :func:`qrlab.graphs.run`, which replays a small update from a CUDA
+    graph (one launch for all of its kernels) from its second call on."""
+    if array_module(*arrays) is np:
+        return core(*arrays, **params)
+    from .graphs import run
+    return run(core, arrays, params)
+
+
 _SINGULAR = "R is singular: the least-squares problem is rank deficient"
 
 
@@ -196,6 +222,12 @@ def _solve_on_gpu(R, B):
         from .gpu import back_solve
         x = back_solve(R, B.reshape(-1))
         return x if B.ndim == 1 else x[:, None]
+    if R.dtype == B.dtype and R.dtype.kind == "f" and R.dtype.itemsize in (4, 8):
+        from .blas import trsm               # (cuBLAS called by qrlab: a graph can record it)
+        try:
+            return trsm(R, B)
+        except ValueError:                   # (no contiguous rows or columns)
+            pass
     from cupyx.scipy.linalg import solve_triangular     # (no finite test by default)
     return solve_triangular(R, B, lower=False)
 

@@ -34,7 +34,7 @@ True
 """
 from __future__ import annotations
 
-from .backend import array_module, working_copy
+from .backend import array_module, matmul, working_copy
 from .givens import givens, rotate_rows
 from .householder import apply_wy_left, apply_wy_right, panel_qr, wy_factor
 from .stages import AddProduct, Plan, Reflect, Sweeps, default_block
@@ -118,11 +118,10 @@ class Executor:
         rows = self.panel_rows(op, Q)
         c0, c1 = op.cols
         panel = Q[c0:c1, rows].conj().T
-        V, tau, Rp = panel_qr(panel)
+        V, T, Rp = self.factor_panel(panel)
         Q[c0:c1, rows] = self._reduced(panel, Rp).conj().T
 
         def rest():
-            T = wy_factor(V, tau)
             z = op.zero_to or 0
             if z < R.shape[1]:
                 R[rows, z:] = apply_wy_left(V, T, R[rows, z:])
@@ -255,4 +254,4 @@ class Executor:
         r0, r1 = op.rows
         c0, c1 = op.cols
         s0, s1 = op.src
-        R[r0:r1, c0:c1] += R[r0:r1, s0:s1] @ V.conj().T
+        R[r0:r1, c0:c1] += matmul(R[r0:r1, s0:s1], V.conj().T)

@@ -62,7 +62,9 @@ from typing import NamedTuple
 import numpy as np
 
 from .backend import working_copy
+from .blas import gemm, matmul
 from .executor import Executor
+from .graphs import keep_alive
 from .householder import wy_factor
 from .stages import Reflect, Sweeps
 
@@ -105,40 +107,6 @@ def _side_stream():
     memory pool keeps freed blocks per stream)."""
     import cupy as cp
     return cp.cuda.Stream(non_blocking=True)
-
-
-def gemm(A, B, C, alpha=1.0, beta=0.0):
-    """``C = alpha A B + beta C`` in place by cuBLAS, for views of row-major matrices (or
-    their transposes) as they are: no copies of strided operands, no temporary for
-    ``C``.  A row-major ``X`` is the column-major ``X^T``, so cuBLAS computes
-    ``C^T = B^T A^T``."""
-    import cupy as cp
-    from cupy.cuda import cublas
-    size = C.dtype.itemsize
-    if C.strides[1] != size or not (A.dtype == B.dtype == C.dtype and size in (4, 8)):
-        raise ValueError("gemm: C needs contiguous rows, and one real dtype for all")
-
-    def layout(X):                           # (operation, leading dimension) for cuBLAS
-        if X.strides[1] == size and X.strides[0] >= max(1, X.shape[1]) * size:
-            return cublas.CUBLAS_OP_N, X.strides[0] // size
-        if X.strides[0] == size and X.strides[1] >= max(1, X.shape[0]) * size:
-            return cublas.CUBLAS_OP_T, X.strides[1] // size
-        raise ValueError("gemm: operands need contiguous rows or columns")
-    (op_a, ld_a), (op_b, ld_b) = layout(A), layout(B)
-    (m, k), n = A.shape, B.shape[1]
-    scalars = np.array([alpha, beta], dtype=C.dtype)
-    handle = cp.cuda.device.get_cublas_handle()
-    stream, mode = cublas.getStream(handle), cublas.getPointerMode(handle)
-    cublas.setStream(handle, cp.cuda.get_current_stream().ptr)
-    cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
-    try:
-        (cublas.sgemm if size == 4 else cublas.dgemm)(
-            handle, op_b, op_a, n, m, k, scalars.ctypes.data, B.data.ptr, ld_b, A.data.ptr,
-            ld_a, scalars.ctypes.data + size, C.data.ptr, C.strides[0] // size)
-    finally:                                 # the handle as it was, for CuPy's own calls
-        cublas.setStream(handle, stream)
-        cublas.setPointerMode(handle, mode)
-    return C
 
 
 def _reflect_smem(h, w, size):
@@ -770,9 +738,8 @@ class GpuExecutor(Executor):
             return self._defer_reflect_q(Q, rows, V, T)
         if not isinstance(rows, slice) or Q.dtype.kind != "f" or Q.strides[1] != Q.itemsize:
             return super().reflect_q(Q, rows, V, T)
-        import cupy as cp
         Qr = Q[:, rows]
-        X = gemm(Qr, V, cp.empty((Qr.shape[0], V.shape[1]), dtype=Q.dtype)) @ T
+        X = matmul(matmul(Qr, V), T)
         gemm(X, V.T, Qr, alpha=-1.0, beta=1.0)
 
     @staticmethod
@@ -924,7 +891,7 @@ class GpuExecutor(Executor):
         # into a new array, the apply follows the solve in the same launch; in place it
         # must wait for the whole solve (which reads R, and may fail)
         follow = out is not R and self.structured_follow
-        plan = _structured_plan(n, k, item, cp.cuda.Device().id, follow)
+        plan = keep_alive(_structured_plan(n, k, item, cp.cuda.Device().id, follow))
         # The host's work before the launch and after the kernel is time the GPU or the
         # caller waits, so a call makes one allocation (the workspace and the flags), one
         # memset, one launch and one read-back into pinned memory: on an H100 (A/B in one
@@ -991,7 +958,8 @@ class GpuExecutor(Executor):
             self.flush()
             return super().sweeps(op, Q, R)
         (B, nwaves, lo_g, hi_g, t_first, t_last,
-         (tops, bottoms, lo_dev, hi_dev)) = _sweep_schedule(op, nbw, cp.cuda.Device().id)
+         (tops, bottoms, lo_dev, hi_dev)) = keep_alive(
+            _sweep_schedule(op, nbw, cp.cuda.Device().id))    # (cached: a graph holds it)
         if nwaves == 0:
             self.flush()
             return

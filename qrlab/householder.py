@@ -11,7 +11,7 @@ CuPy).
 """
 from __future__ import annotations
 
-from .backend import array_module
+from .backend import array_module, matmul
 
 __all__ = ["house", "panel_qr", "wy_factor", "apply_wy_left", "apply_wy_right"]
 
@@ -100,7 +100,7 @@ def wy_factor(V, tau):
     identity = tau == 0
     V[...] = xp.where(identity[None, :], 0, V)      # no host round trip on a GPU
     inv_tau = 1 / xp.where(identity, 1, tau)
-    Tinv = xp.triu(V.conj().T @ V, 1)
+    Tinv = xp.triu(matmul(V.conj().T, V), 1)
     idx = xp.arange(w)
     Tinv[idx, idx] = inv_tau
     # the diagonal is 1 / tau, never zero: no test (on a GPU it would wait for the device)
@@ -109,9 +109,9 @@ def wy_factor(V, tau):
 
 def apply_wy_left(V, T, C):
     """``(I - V T V^H)^H C = C - V (T^H (V^H C))``: reflectors applied to rows of ``C``."""
-    return C - V @ (T.conj().T @ (V.conj().T @ C))
+    return C - matmul(V, matmul(T.conj().T, matmul(V.conj().T, C)))
 
 
 def apply_wy_right(C, V, T):
     """``C (I - V T V^H) = C - ((C V) T) V^H``: reflectors applied to columns of ``C``."""
-    return C - ((C @ V) @ T) @ V.conj().T
+    return C - matmul(matmul(matmul(C, V), T), V.conj().T)

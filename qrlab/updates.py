@@ -23,7 +23,7 @@ import operator
 import numpy as np
 
 from . import stages
-from .backend import array_module, executor_for, working_copy
+from .backend import array_module, executor_for, matmul, run_update, working_copy
 
 __all__ = ["qr_insert", "qr_delete", "qr_update"]
 
@@ -184,7 +184,7 @@ def _insert_cols(Q, R, U, k, mode, executor, nc=0, rhs=None):
     p = U.shape[1]
     if mode == "full":
         Q_w = working_copy(Q)
-        W = Q.conj().T @ U
+        W = matmul(Q.conj().T, U)
     else:
         m = Q.shape[0]
         q = min(p, m - n)
@@ -219,9 +219,9 @@ def _insert_rows(Q, R, U, k, mode, executor, nb=None, nc=None):
     executor.run(stages.plan_insert_rows(m_r, n, p, nb), Q_w, R_w, {"carried": nc})
     if Q_w is not None:
         m = Q.shape[0]
-        # the new rows of A sit at k..k+p: move their rows of Q there
-        order = list(range(k)) + list(range(m, m + p)) + list(range(k, m))
-        Q_w = Q_w[xp.asarray(order)]
+        # the new rows of A sit at k..k+p: move their rows of Q there (slices, not an index
+        # array: nothing to upload, so a CUDA graph can record it)
+        Q_w = xp.concatenate([Q_w[:k], Q_w[m:], Q_w[k:m]])
     return Q_w, R_w
 
 
@@ -253,7 +253,7 @@ def _rank_update(Q, R, U, V, mode, executor, nb=None):
     p = U.shape[1]
     if mode == "full":
         Q_w = working_copy(Q)
-        R_w = xp.concatenate([R, Q.conj().T @ U], axis=1)
+        R_w = xp.concatenate([R, matmul(Q.conj().T, U)], axis=1)
     else:
         q = min(p, Q.shape[0] - n)
         C, Qy, Ry = _extend_basis(Q, U, q)
@@ -266,6 +266,28 @@ def _rank_update(Q, R, U, V, mode, executor, nb=None):
     if mode == "thin":
         return Q_w[:, :n], R_w[:n, :n]
     return Q_w, R_w[:, :n]
+
+
+def _updated(Q, R, U, V, *, update, k, p, mode, method):
+    """The factors after ``update`` of validated arrays (what the public functions hand to
+    :func:`~qrlab.backend.run_update`): ``R1``, or ``(Q1, R1)`` when Q is given."""
+    executor = executor_for(array_module(R), method)
+    n = R.shape[1]
+    if update == "insert rows":
+        Q1, R1 = _insert_rows(Q, R, U, k, mode, executor, nc=0)
+        if mode == "thin":
+            Q1, R1 = Q1[:, :n], R1[:n]
+        elif mode == "none" and R.shape[0] == n:
+            R1 = R1[:n]
+    elif update == "insert cols":
+        Q1, R1 = _insert_cols(Q, R, U, k, mode, executor)
+    elif update == "delete cols":
+        Q1, R1 = _delete_cols(Q, R, k, p, mode, executor)
+    elif update == "delete rows":
+        Q1, R1 = _delete_rows(Q, R, k, p, mode, executor)
+    else:
+        Q1, R1 = _rank_update(Q, R, U, V, mode, executor)
+    return R1 if Q is None else (Q1, R1)
 
 
 # --------------------------------------------------------------------------------------
@@ -383,17 +405,10 @@ def qr_insert(Q, R, u, k, which="row", rcond=None, overwrite_qru=False, check_fi
         raise ValueError(f"'u' holds no {which}s to insert")
     if check_finite:
         _check_finite(xp, Q, R, u)
-    if which == "row":
-        Q1, R1 = _insert_rows(Q, R, u, k, mode, executor_for(xp, method), nc=0)
-        if mode == "thin":
-            Q1, R1 = Q1[:, :n], R1[:n]
-        elif mode == "none" and R.shape[0] == n:
-            R1 = R1[:n]
-    else:
-        if mode == "thin":
-            _rcond_check(Q, u, rcond)
-        Q1, R1 = _insert_cols(Q, R, u, k, mode, executor_for(xp, method))
-    return R1 if Q is None else (Q1, R1)
+    if which == "col" and mode == "thin":
+        _rcond_check(Q, u, rcond)
+    return run_update(_updated, (Q, R, u, None), update=f"insert {which}s", k=k, p=None,
+                      mode=mode, method=method)
 
 
 def qr_delete(Q, R, k, p=1, which="row", overwrite_qr=False, check_finite=True,
@@ -488,14 +503,11 @@ def qr_delete(Q, R, k, p=1, which="row", overwrite_qr=False, check_finite=True,
         raise ValueError("'p' is out of range")
     if check_finite:
         _check_finite(xp, Q, R)
-    if which == "col":
-        Q1, R1 = _delete_cols(Q, R, k, p, mode, executor_for(xp, method))
-    else:
-        if Q is None:
-            raise ValueError("removing rows needs Q (or use qrlab.cholesky_downdate on R, "
-                             "the Q-less route)")
-        Q1, R1 = _delete_rows(Q, R, k, p, mode, executor_for(xp, method))
-    return R1 if Q is None else (Q1, R1)
+    if which == "row" and Q is None:
+        raise ValueError("removing rows needs Q (or use qrlab.cholesky_downdate on R, "
+                         "the Q-less route)")
+    return run_update(_updated, (Q, R, None, None), update=f"delete {which}s", k=k, p=p,
+                      mode=mode, method=method)
 
 
 def qr_update(Q, R, u, v, overwrite_qruv=False, check_finite=True, *, method="blocked"):
@@ -568,4 +580,5 @@ def qr_update(Q, R, u, v, overwrite_qruv=False, check_finite=True, *, method="bl
         raise ValueError("Second dimension of u and v must be the same")
     if check_finite:
         _check_finite(xp, Q, R, u, v)
-    return _rank_update(Q, R, u, v, mode, executor_for(xp, method))
+    return run_update(_updated, (Q, R, u, v), update="rank", k=None, p=None, mode=mode,
+                      method=method)

@@ -5,8 +5,8 @@ import importlib
 import pytest
 
 MODULES = ["qrlab", "qrlab.backend", "qrlab.config", "qrlab.stages", "qrlab.householder",
-           "qrlab.givens", "qrlab.executor", "qrlab.updates", "qrlab.lstsq", "qrlab.cholesky",
-           "qrlab.patterns", "qrlab.viz", "qrlab.course"]
+           "qrlab.givens", "qrlab.executor", "qrlab.graphs", "qrlab.updates", "qrlab.lstsq",
+           "qrlab.cholesky", "qrlab.patterns", "qrlab.viz", "qrlab.course"]
 
 
 @pytest.mark.parametrize("name", MODULES)

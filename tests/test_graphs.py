@@ -1,0 +1,214 @@
+"""qrlab.graphs: small updates on CuPy arrays recorded once as CUDA graphs and replayed.
+
+A replay must give what the update gives without a graph, on every call's own inputs
+(never a recorded call's), for every update, full, economic and Q-less, in both dtypes;
+updates that read the device on the host (or upload from it) must be refused and run
+without a graph.
+"""
+import numpy as np
+import pytest
+import scipy.linalg as sl
+
+import qrlab
+from qrlab import graphs
+
+gpu = [pytest.mark.gpu,
+       pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")]
+
+#: (update, mode) pairs, and whether the update can be recorded: the economic column
+#: insertion, row removal and rank update find their new basis from the values of u
+#: (an SVD read on the host), so they run without a graph
+CASES = [("insert rows", "full", True), ("insert rows", "thin", True),
+         ("insert rows", "none", True), ("insert cols", "full", True),
+         ("insert cols", "thin", False), ("delete rows", "full", True),
+         ("delete rows", "thin", False), ("delete cols", "full", True),
+         ("delete cols", "thin", True), ("delete cols", "none", True),
+         ("rank", "full", True), ("rank", "thin", False)]
+
+
+# --- the switch (no GPU needed) -------------------------------------------------------
+
+def test_switch(monkeypatch):
+    monkeypatch.delenv("QRLAB_GRAPHS", raising=False)
+    with graphs.using(True):
+        assert graphs.enabled()
+        with graphs.using(False):
+            assert not graphs.enabled()
+        assert graphs.enabled()
+    for value, on in (("0", False), ("off", False), (" No ", False), ("1", True), ("", True)):
+        monkeypatch.setenv("QRLAB_GRAPHS", value)
+        with graphs.using(True):                 # using wins over the variable
+            assert graphs.enabled()
+        assert graphs.enabled() is on or graphs._switch    # (the suite's own `using`)
+
+
+def test_numpy_never_records():
+    graphs.clear()
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((8, 4))
+    Q, R = np.linalg.qr(A, mode="complete")
+    with graphs.using(True):
+        for _ in range(3):
+            qrlab.qr_insert(Q, R, rng.standard_normal(4), 2, "row")
+    assert graphs.info()["recorded"] == graphs.info()["plain"] == 0
+
+
+# --- replays on the GPU ---------------------------------------------------------------
+
+def _call(update, Q, R, U, V, k, p):
+    if update == "insert rows":
+        return qrlab.qr_insert(Q, R, U, k, "row")
+    if update == "insert cols":
+        return qrlab.qr_insert(Q, R, U, k, "col")
+    if update == "delete rows":
+        return qrlab.qr_delete(Q, R, k, p, "row")
+    if update == "delete cols":
+        return qrlab.qr_delete(Q, R, k, p, "col")
+    return qrlab.qr_update(Q, R, U, V)
+
+
+def _problem(rng, update, mode, m, n, p, dtype):
+    """Fresh A, its factors in ``mode`` (NumPy), the update's operands and the updated A."""
+    A = rng.standard_normal((m, n)).astype(dtype)
+    Q, R = sl.qr(A, mode="economic" if mode == "thin" else "full")
+    Q, R = Q.astype(dtype), R.astype(dtype)
+    k = m // 3 if "rows" in update else n // 2
+    U = V = None
+    if update == "insert rows":
+        U = rng.standard_normal((p, n)).astype(dtype)
+        A1 = np.insert(A, [k] * p, U, axis=0)
+    elif update == "insert cols":
+        U = rng.standard_normal((m, p)).astype(dtype)
+        A1 = np.insert(A, [k] * p, U, axis=1)
+    elif update == "delete rows":
+        A1 = np.delete(A, range(k, k + p), axis=0)
+    elif update == "delete cols":
+        A1 = np.delete(A, range(k, k + p), axis=1)
+    else:
+        U, V = (rng.standard_normal((s, p)).astype(dtype) for s in (m, n))
+        A1 = A + U @ V.T
+    return (None if mode == "none" else Q), R, U, V, k, A1
+
+
+def _check(Q1, R1, A1, dtype):
+    """QR equals the updated A, Q's columns are orthonormal, R is exactly triangular (R
+    alone: R^T R equals A1^T A1)."""
+    t = 200 * np.finfo(dtype).eps * max(A1.shape)
+    scale = max(1.0, np.linalg.norm(A1))
+    assert np.all(np.tril(R1, -1) == 0)
+    if Q1 is None:
+        h = min(R1.shape)
+        assert np.linalg.norm(R1[:h].T @ R1[:h] - A1.T @ A1) <= t * scale ** 2
+    else:
+        assert np.linalg.norm(Q1 @ R1 - A1) <= t * scale
+        assert np.linalg.norm(Q1.T @ Q1 - np.eye(Q1.shape[1])) <= t
+
+
+@pytest.mark.parametrize("update, mode, recorded", CASES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m, n, p", [(60, 20, 3), (300, 120, 1)])
+@pytest.mark.gpu
+@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
+def test_replay_matches_the_update(update, mode, recorded, dtype, m, n, p):
+    import cupy as cp
+    import cupyx
+    graphs.clear()
+    rng = np.random.default_rng(m + n + p)
+    for call in range(4):
+        Q, R, U, V, k, A1 = _problem(rng, update, mode, m, n, p, dtype)
+        on_gpu = [None if a is None else cp.asarray(a) for a in (Q, R, U, V)]
+        before = [None if a is None else a.copy() for a in on_gpu]
+        with graphs.using(False):
+            plain = _call(update, *on_gpu, k, p)
+        with graphs.using(True):
+            replayed = _call(update, *on_gpu, k, p)
+        for a, b in zip(on_gpu, before):            # the caller's arrays: only read
+            assert a is None or bool((a == b).all())
+        plain, replayed = ((r,) if mode == "none" else r for r in (plain, replayed))
+        t = 20 * np.finfo(dtype).eps * max(m, n)
+        for x, y in zip(plain, replayed):
+            assert x.shape == y.shape and x.dtype == y.dtype
+            assert float(abs(x - y).max()) <= t * max(1.0, float(abs(x).max()))
+        Q1, R1 = (None, replayed[0]) if mode == "none" else replayed
+        _check(None if Q1 is None else Q1.get(), R1.get(), A1, dtype)
+        # scribble over freed pinned memory: a graph that read an upload's staging buffer
+        # at its replays would now read this
+        junk = cupyx.empty_pinned((1 << 16,), np.float64)
+        junk[:] = np.nan
+        del junk
+    info = graphs.info()
+    if recorded:
+        assert (info["recorded"], info["replayed"], info["refused"]) == (1, 3, 0), info
+    else:
+        assert (info["recorded"], info["replayed"], info["refused"]) == (0, 0, 1), info
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
+def test_layouts_and_streams():
+    """Fortran-ordered and strided inputs, and a stream of the caller's: each its own
+    graph, each replay right."""
+    import cupy as cp
+    graphs.clear()
+    rng = np.random.default_rng(7)
+    stream = cp.cuda.Stream(non_blocking=True)
+    for call in range(9):
+        A = rng.standard_normal((50, 12))
+        Q, R = np.linalg.qr(A, mode="complete")
+        u = rng.standard_normal((12, 3))
+        Qd, Rd, ud = cp.asarray(Q), cp.asarray(R), cp.asarray(u)[:, 1]     # u: strided
+        if call % 3 == 1:
+            Qd = cp.asfortranarray(Qd)
+        cp.cuda.Stream.null.synchronize()       # (the other stream does not wait for it)
+        with graphs.using(True), (stream if call % 3 == 2 else cp.cuda.Stream.null):
+            Q1, R1 = qrlab.qr_insert(Qd, Rd, ud, 5, "row")
+        stream.synchronize()
+        _check(Q1.get(), R1.get(), np.insert(A, 5, u[:, 1], axis=0), np.float64)
+    info = graphs.info()
+    assert (info["recorded"], info["replayed"], info["graphs"]) == (3, 6, 3), info
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
+def test_reads_and_uploads_are_refused():
+    """A core that reads the device on the host, or uploads from it, cannot be recorded:
+    it runs without a graph, every time, and gives its own result."""
+    import cupy as cp
+
+    def reads(a):
+        return a * float(a.sum())
+
+    def uploads(a):
+        return a + cp.asarray(np.arange(a.size, dtype=a.dtype))
+
+    graphs.clear()
+    with graphs.using(True):
+        for call in range(3):
+            a = cp.arange(5, dtype=cp.float64) + call
+            assert bool((graphs.run(reads, (a,), {}) == a * float(a.sum())).all())
+            assert bool((graphs.run(uploads, (a,), {}) == a + cp.arange(5.0)).all())
+    info = graphs.info()
+    assert (info["recorded"], info["refused"], info["plain"]) == (0, 2, 6), info
+    assert any("reads" in r for r in info["refusals"])
+    assert any("uploads" in r and "upload" in r.split(":", 1)[1] for r in info["refusals"])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
+def test_budget_drops_the_oldest(monkeypatch):
+    import cupy as cp
+    monkeypatch.setattr(graphs, "BUDGET_BYTES", 1)
+    graphs.clear()
+    rng = np.random.default_rng(3)
+    with graphs.using(True):
+        for n in (10, 10, 10, 11, 11, 11, 10):
+            A = rng.standard_normal((30, n))
+            R = cp.asarray(np.linalg.qr(A, mode="r"))
+            R1 = qrlab.qr_delete(None, R, 2, 1, "col")
+            _check(None, R1.get(), np.delete(A, 2, axis=1), np.float64)
+            assert graphs.info()["graphs"] <= 1
+    info = graphs.info()
+    # n = 10 recorded, then dropped for n = 11's graph; seen before, so recorded again
+    assert (info["recorded"], info["replayed"]) == (3, 5), info
+    graphs.clear()
+    assert graphs.info()["graphs"] == 0
