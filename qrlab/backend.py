@@ -16,6 +16,7 @@ import numpy as np
 __all__ = [
     "BackendError",
     "array_module",
+    "require_finite",
     "default_module",
     "gpu_available",
     "is_cupy",
@@ -173,14 +174,25 @@ def matmul(A, B):
     return A @ B
 
 
-def run_update(core, arrays, **params):
-    """``core(*arrays, **params)``, an update on validated arrays: called directly on NumPy;
-    on CuPy through :func:`qrlab.graphs.run`, which replays a small update from a CUDA
-    graph (one launch for all of its kernels) from its second call on."""
+def require_finite(*arrays):
+    """Raise ``ValueError`` if an array (None entries skipped) holds an inf or a NaN."""
+    xp = array_module(*arrays)
+    for a in arrays:
+        if a is not None and a.size and not bool(xp.isfinite(a).all()):
+            raise ValueError("array must not contain infs or NaNs")
+
+
+def run_update(core, arrays, check_finite=False, **params):
+    """``core(*arrays, **params)``, an update on validated arrays, after
+    :func:`require_finite` of the arrays where asked: directly on NumPy; on CuPy through
+    :func:`qrlab.graphs.run`, which replays a small update from a CUDA graph (one launch
+    for all of its kernels, the finiteness test included) from its second call on."""
     if array_module(*arrays) is np:
+        if check_finite:
+            require_finite(*arrays)
         return core(*arrays, **params)
     from .graphs import run
-    return run(core, arrays, params)
+    return run(core, arrays, params, check_finite)
 
 
 _SINGULAR = "R is singular: the least-squares problem is rank deficient"

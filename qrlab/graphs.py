@@ -123,19 +123,22 @@ def clear():
         _counts.clear()
 
 
-def run(core, arrays, params):
+def run(core, arrays, params, check_finite=False):
     """``core(*arrays, **params)`` for CuPy ``arrays`` (None entries allowed), replayed
-    from a CUDA graph where it can be (see the module's description).
+    from a CUDA graph where it can be (see the module's description); with
+    ``check_finite``, ``ValueError`` if an array holds an inf or a NaN.
 
     ``core`` must only read ``arrays``, return a CuPy array or a tuple of them, and
     depend on nothing but the arrays' shapes, layouts and dtypes, the values in them and
-    ``params`` (hashable).  Its results are new arrays either way."""
+    ``params`` (hashable).  Its results are new arrays either way.  A graph tests the
+    values itself, and the call waits for the device once, for that test's answer (three
+    waits, one per array, took 0.2 ms of a 0.3 ms replay on an H100)."""
     import cupy as cp
     if not enabled() or sum(a.nbytes for a in arrays if a is not None) > MAX_INPUT_BYTES:
-        return _plain(core, arrays, params)
+        return _plain(core, arrays, params, check_finite)
     stream = cp.cuda.get_current_stream()
     key = (core, tuple(_layout(a) for a in arrays), tuple(sorted(params.items())),
-           cp.cuda.Device().id, stream.ptr)
+           check_finite, cp.cuda.Device().id, stream.ptr)
     with _lock:
         graph = _graphs.get(key)
         if graph is not None:
@@ -144,17 +147,20 @@ def run(core, arrays, params):
             _remember(_seen, key, None)          # recorded if it comes again
             graph = None
         else:
-            graph = _record(cp, core, arrays, params, key)
+            graph = _record(cp, core, arrays, params, check_finite, key)
             if graph is not None:
                 _counts["recorded"] += 1
     if graph is None:
-        return _plain(core, arrays, params)
+        return _plain(core, arrays, params, check_finite)
     _counts["replayed"] += 1
     return graph.replay(arrays, stream)
 
 
-def _plain(core, arrays, params):
+def _plain(core, arrays, params, check_finite):
+    from .backend import require_finite
     _counts["plain"] += 1
+    if check_finite:
+        require_finite(*arrays)
     return core(*arrays, **params)
 
 
@@ -175,11 +181,12 @@ def _remember(table, key, value):
 
 class _Graph:
     """A recorded update: the CUDA graph, its memory pool, its input and output buffers
-    (``single``: the update returns one array, not a tuple) and what it must hold."""
+    (``single``: the update returns one array, not a tuple), the device flag of its
+    finiteness test (or None) and what it must hold."""
 
-    def __init__(self, graph, pool, inputs, outputs, single, keep):
+    def __init__(self, graph, pool, inputs, outputs, single, finite, keep):
         self.graph, self.pool, self.inputs = graph, pool, inputs
-        self.outputs, self.single, self.keep = outputs, single, keep
+        self.outputs, self.single, self.finite, self.keep = outputs, single, finite, keep
 
     def replay(self, arrays, stream):
         for buffer, a in zip(self.inputs, arrays):
@@ -192,15 +199,18 @@ class _Graph:
                 buffer[...] = a                  # any strides: one elementwise copy
         self.graph.launch(stream)
         outputs = tuple(out.copy() for out in self.outputs)
+        if self.finite is not None and not bool(self.finite):
+            raise ValueError("array must not contain infs or NaNs")
         return outputs[0] if self.single else outputs
 
 
 _capture_streams: dict = {}          # device id -> the stream graphs are recorded on
 
 
-def _record(cp, core, arrays, params, key):
-    """Record ``core`` on input buffers shaped as ``arrays`` into a new graph; None (and
-    the key refused from then on) where it cannot be recorded."""
+def _record(cp, core, arrays, params, check_finite, key):
+    """Record ``core`` on input buffers shaped as ``arrays`` (after a finiteness test of
+    them into a device flag, with ``check_finite``) into a new graph; None (and the key
+    refused from then on) where it cannot be recorded."""
     device = cp.cuda.Device().id
     if device not in _capture_streams:     # (capture cannot use the legacy stream)
         _capture_streams[device] = cp.cuda.Stream(non_blocking=True)
@@ -215,6 +225,11 @@ def _record(cp, core, arrays, params, key):
                 _recording.keep = keep
                 capture.begin_capture()
                 try:
+                    finite = None
+                    if check_finite:
+                        tests = [cp.isfinite(a).all() for a in inputs
+                                 if a is not None and a.size]
+                        finite = cp.stack(tests).all() if tests else None
                     result = core(*inputs, **params)
                 except BaseException:
                     _end_quietly(capture)
@@ -230,7 +245,7 @@ def _record(cp, core, arrays, params, key):
         return None
     single = not isinstance(result, tuple)
     outputs = (result,) if single else result
-    _graphs[key] = _Graph(graph, pool, inputs, outputs, single, keep)
+    _graphs[key] = _Graph(graph, pool, inputs, outputs, single, finite, keep)
     while len(_graphs) > 1 and sum(g.pool.total_bytes() for g in _graphs.values()) \
             > BUDGET_BYTES:
         _drop_oldest()

@@ -7,7 +7,7 @@ update as one more column of R, so it costs one column of work.
 from __future__ import annotations
 
 from . import updates
-from .backend import array_module, executor_for, solve_triangular
+from .backend import array_module, executor_for, require_finite, solve_triangular
 
 __all__ = ["LeastSquaresQR"]
 
@@ -69,7 +69,7 @@ class LeastSquaresQR:
         if b.ndim != 2 or b.shape[0] != A.shape[0]:
             raise ValueError(f"b must have {A.shape[0]} rows, got shape {b.shape}")
         updates._check_dtypes(None, A, b, names=("b",))
-        updates._check_finite(xp, A, b)
+        require_finite(A, b)
         self.xp, self.q, self.method = xp, q, method
         self.m, self.n = A.shape
         self.r = b.shape[1]

@@ -51,12 +51,6 @@ def _check_dtypes(Q, R, *others, names=("u",)):
             raise ValueError(f"'{name}' must have the same type as 'Q' and 'R'")
 
 
-def _check_finite(xp, *arrays):
-    for a in arrays:
-        if a is not None and a.size and not bool(xp.isfinite(a).all()):
-            raise ValueError("array must not contain infs or NaNs")
-
-
 def _check_shapes(Q, R):
     """Return 'full', 'thin' or 'none' (Q-less) for a valid pair, else raise."""
     if R.ndim != 2 or (Q is not None and Q.ndim != 2):
@@ -268,9 +262,10 @@ def _rank_update(Q, R, U, V, mode, executor, nb=None):
     return Q_w, R_w[:, :n]
 
 
-def _updated(Q, R, U, V, *, update, k, p, mode, method):
+def _updated(Q, R, U, V, *, update, k, p, mode, method, rcond=None):
     """The factors after ``update`` of validated arrays (what the public functions hand to
-    :func:`~qrlab.backend.run_update`): ``R1``, or ``(Q1, R1)`` when Q is given."""
+    :func:`~qrlab.backend.run_update`): ``R1``, or ``(Q1, R1)`` when Q is given.
+    ``rcond``: as in :func:`qr_insert`, for an economic column insertion."""
     executor = executor_for(array_module(R), method)
     n = R.shape[1]
     if update == "insert rows":
@@ -280,6 +275,8 @@ def _updated(Q, R, U, V, *, update, k, p, mode, method):
         elif mode == "none" and R.shape[0] == n:
             R1 = R1[:n]
     elif update == "insert cols":
+        if mode == "thin":
+            _rcond_check(Q, U, rcond)
         Q1, R1 = _insert_cols(Q, R, U, k, mode, executor)
     elif update == "delete cols":
         Q1, R1 = _delete_cols(Q, R, k, p, mode, executor)
@@ -403,12 +400,8 @@ def qr_insert(Q, R, u, k, which="row", rcond=None, overwrite_qru=False, check_fi
         k = _position(k, n, n + 1)
     if u.shape[0 if which == "row" else 1] == 0:
         raise ValueError(f"'u' holds no {which}s to insert")
-    if check_finite:
-        _check_finite(xp, Q, R, u)
-    if which == "col" and mode == "thin":
-        _rcond_check(Q, u, rcond)
-    return run_update(_updated, (Q, R, u, None), update=f"insert {which}s", k=k, p=None,
-                      mode=mode, method=method)
+    return run_update(_updated, (Q, R, u, None), check_finite, update=f"insert {which}s",
+                      k=k, p=None, mode=mode, method=method, rcond=rcond)
 
 
 def qr_delete(Q, R, k, p=1, which="row", overwrite_qr=False, check_finite=True,
@@ -501,13 +494,11 @@ def qr_delete(Q, R, k, p=1, which="row", overwrite_qr=False, check_finite=True,
     k = _position(k, size, size)
     if p < 1 or k + p > size:
         raise ValueError("'p' is out of range")
-    if check_finite:
-        _check_finite(xp, Q, R)
     if which == "row" and Q is None:
         raise ValueError("removing rows needs Q (or use qrlab.cholesky_downdate on R, "
                          "the Q-less route)")
-    return run_update(_updated, (Q, R, None, None), update=f"delete {which}s", k=k, p=p,
-                      mode=mode, method=method)
+    return run_update(_updated, (Q, R, None, None), check_finite, update=f"delete {which}s",
+                      k=k, p=p, mode=mode, method=method)
 
 
 def qr_update(Q, R, u, v, overwrite_qruv=False, check_finite=True, *, method="blocked"):
@@ -578,7 +569,5 @@ def qr_update(Q, R, u, v, overwrite_qruv=False, check_finite=True, *, method="bl
         raise ValueError("v.shape[0] must equal R.shape[1]")
     if u.shape[1] != v.shape[1]:
         raise ValueError("Second dimension of u and v must be the same")
-    if check_finite:
-        _check_finite(xp, Q, R, u, v)
-    return run_update(_updated, (Q, R, u, v), update="rank", k=None, p=None, mode=mode,
-                      method=method)
+    return run_update(_updated, (Q, R, u, v), check_finite, update="rank", k=None, p=None,
+                      mode=mode, method=method)

@@ -212,3 +212,31 @@ def test_budget_drops_the_oldest(monkeypatch):
     assert (info["recorded"], info["replayed"]) == (3, 5), info
     graphs.clear()
     assert graphs.info()["graphs"] == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
+def test_replay_tests_finiteness():
+    """A replay tests its inputs itself: a NaN raises ValueError (the caller's arrays as
+    they were), and the next call replays as before; check_finite=False is its own key."""
+    import cupy as cp
+    graphs.clear()
+    rng = np.random.default_rng(11)
+    A = rng.standard_normal((40, 10))
+    Q, R = (cp.asarray(x) for x in np.linalg.qr(A, mode="complete"))
+    with graphs.using(True):
+        for call in range(5):
+            u = cp.asarray(rng.standard_normal(10))
+            if call == 3:
+                u[4] = np.nan
+                kept = u.copy()
+                with pytest.raises(ValueError, match="infs or NaNs"):
+                    qrlab.qr_insert(Q, R, u, 7, "row")
+                assert bool(cp.isnan(u[4])) and bool((u[:4] == kept[:4]).all())
+                continue
+            Q1, R1 = qrlab.qr_insert(Q, R, u, 7, "row")
+            _check(Q1.get(), R1.get(), np.insert(A, 7, u.get(), axis=0), np.float64)
+        for call in range(3):
+            qrlab.qr_insert(Q, R, u, 7, "row", check_finite=False)
+    info = graphs.info()
+    assert (info["recorded"], info["replayed"], info["graphs"]) == (2, 5, 2), info
