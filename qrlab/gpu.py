@@ -49,7 +49,9 @@ An update starts from working copies of Q and R (the caller's arrays are never w
 made in one pass whatever their layout by ``copy_rows`` (``qrlab/kernels/copy.cu``,
 :func:`copy_rows`).
 
-The kernels are compiled once by CuPy's ``RawModule``.  Complex input and
+A small update launches its kernels from a CUDA graph from its second call on
+(:mod:`qrlab.graphs`); its matrix products go to cuBLAS through :mod:`qrlab.blas`, which
+a graph can record.  The kernels are compiled once by CuPy's ``RawModule``.  Complex input and
 ``method='paper'`` (one wave at a time, the papers' scheme) use the reference executor on
 CuPy arrays.
 """

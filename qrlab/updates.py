@@ -15,6 +15,8 @@ Each update is three steps, written once against the array module of the inputs:
 3. *finish*: cut the new factors out of the working pair.
 
 The same setup, on boolean masks, drives the pattern executor that draws the figures.
+On CuPy, the three steps of a small update are recorded once as a CUDA graph and
+replayed at later calls with the same shapes (:mod:`qrlab.graphs`).
 """
 from __future__ import annotations
 
