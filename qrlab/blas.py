@@ -93,19 +93,16 @@ def gemm(A, B, C, alpha=1.0, beta=0.0):
     if C.strides[1] != size or not (A.dtype == B.dtype == C.dtype and size in (4, 8)
                                     and C.dtype.kind == "f"):
         raise ValueError("gemm: C needs contiguous rows, and one real dtype for all")
-    (op_a, ld_a), (op_b, ld_b) = _layout(A, size, "gemm"), _layout(B, size, "gemm")
     (m, k), n = A.shape, B.shape[1]
+    if B.shape[0] != k or C.shape != (m, n):
+        raise ValueError(f"gemm: shapes {A.shape} x {B.shape} into {C.shape}")
+    (op_a, ld_a), (op_b, ld_b) = _layout(A, size, "gemm"), _layout(B, size, "gemm")
     if m == 0 or n == 0:
         return C
     scalars = np.array([alpha, beta], dtype=C.dtype)
     args = (op_b, op_a, n, m, k, scalars.ctypes.data, B.data.ptr, ld_b, A.data.ptr, ld_a,
             scalars.ctypes.data + size, C.data.ptr, C.strides[0] // size)
-    lib = _library()
-    if lib is not None:
-        name = "cublasSgemm_v2" if size == 4 else "cublasDgemm_v2"
-        _check(getattr(lib, name)(_handle(lib), *args), name)
-    else:
-        _with_cupy_handle("sgemm" if size == 4 else "dgemm", args)
+    _call("gemm", size, args)
     return C
 
 
@@ -125,15 +122,12 @@ def trsm(R, B):
     op_r, ld_r = _layout(R, size, "trsm")
     uplo = _LOWER if op_r == _N else _UPPER
     n, k = X.shape[0], X.reshape(X.shape[0], -1).shape[1]
+    if R.shape != (n, n):
+        raise ValueError(f"trsm: R of shape {R.shape} for B of shape {B.shape}")
     one = np.ones(1, dtype=R.dtype)
     args = (_RIGHT, uplo, op_r, _NON_UNIT, k, n, one.ctypes.data, R.data.ptr, ld_r,
             X.data.ptr, k)
-    lib = _library()
-    if lib is not None:
-        name = "cublasStrsm_v2" if size == 4 else "cublasDtrsm_v2"
-        _check(getattr(lib, name)(_handle(lib), *args), name)
-    else:
-        _with_cupy_handle("strsm" if size == 4 else "dtrsm", args)
+    _call("trsm", size, args)
     return X
 
 
@@ -141,6 +135,17 @@ def matmul(A, B):
     """``A @ B`` into a new row-major array by :func:`gemm` (real dtypes)."""
     import cupy as cp
     return gemm(A, B, cp.empty((A.shape[0], B.shape[1]), dtype=A.dtype))
+
+
+def _call(routine, size, args):
+    """cuBLAS's ``routine`` for values of ``size`` bytes (S or D) with ``args`` after the
+    handle: on qrlab's handle, or on CuPy's where the library was not found."""
+    prefix = "S" if size == 4 else "D"
+    lib = _library()
+    if lib is None:
+        return _with_cupy_handle(prefix.lower() + routine, args)
+    name = f"cublas{prefix}{routine}_v2"
+    _check(getattr(lib, name)(_handle(lib), *args), name)
 
 
 def _with_cupy_handle(name, args):

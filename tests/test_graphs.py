@@ -240,3 +240,37 @@ def test_replay_tests_finiteness():
             qrlab.qr_insert(Q, R, u, 7, "row", check_finite=False)
     info = graphs.info()
     assert (info["recorded"], info["replayed"], info["graphs"]) == (2, 6, 2), info
+
+
+@pytest.mark.parametrize("cupy_binding", [False, True], ids=["ctypes", "cupy-fallback"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.gpu
+@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
+def test_blas_products_and_solves(dtype, cupy_binding, monkeypatch):
+    """qrlab.blas against NumPy: products of row- and column-major operands and of
+    transposed views, in place with alpha and beta, and triangular solves, through
+    qrlab's own cuBLAS handle and through CuPy's (where the library is not found)."""
+    import cupy as cp
+    from qrlab import blas
+    if cupy_binding:
+        monkeypatch.setattr(blas, "_library", lambda: None)
+    rng = np.random.default_rng(5)
+    t = 50 * np.finfo(dtype).eps
+    A, B, C = (rng.standard_normal(s).astype(dtype) for s in ((7, 5), (5, 4), (7, 4)))
+    for a in (cp.asarray(A), cp.asfortranarray(cp.asarray(A)), cp.asarray(A.T.copy()).T):
+        for b in (cp.asarray(B), cp.asfortranarray(cp.asarray(B))):
+            out = cp.asarray(C)
+            blas.gemm(a, b, out, alpha=-2.0, beta=0.5)
+            np.testing.assert_allclose(out.get(), -2 * A @ B + 0.5 * C, atol=t * 20)
+            np.testing.assert_allclose(blas.matmul(a, b).get(), A @ B, atol=t * 20)
+    R = np.triu(rng.standard_normal((6, 6))).astype(dtype) + 4 * np.eye(6, dtype=dtype)
+    Y = rng.standard_normal((6, 3)).astype(dtype)
+    for r in (cp.asarray(R), cp.asfortranarray(cp.asarray(R))):
+        for y in (cp.asarray(Y), cp.asarray(Y[:, 0])):
+            x = blas.trsm(r, y)
+            assert x.shape == y.shape
+            np.testing.assert_allclose(R @ x.get(), y.get(), atol=t * 20)
+    with pytest.raises(ValueError, match="contiguous"):
+        blas.gemm(cp.asarray(A)[::2, ::2], cp.asarray(B)[:3], cp.empty((4, 4), dtype))
+    with pytest.raises(ValueError, match="shapes"):
+        blas.gemm(cp.asarray(A), cp.asarray(A), cp.empty((7, 5), dtype))
