@@ -145,7 +145,6 @@ def run(core, arrays, params, check_finite=False):
             _graphs.move_to_end(key)
         elif key in _refused or key not in _seen:
             _remember(_seen, key, None)          # recorded if it comes again
-            graph = None
         else:
             graph = _record(cp, core, arrays, params, check_finite, key)
             if graph is not None:

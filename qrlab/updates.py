@@ -38,7 +38,7 @@ LinAlgError = np.linalg.LinAlgError
 # --------------------------------------------------------------------------------------
 def _as_arrays(*arrays):
     xp = array_module(*arrays)
-    return xp, [None if a is None else xp.asarray(a) for a in arrays]
+    return [None if a is None else xp.asarray(a) for a in arrays]
 
 
 def _check_dtypes(Q, R, *others, names=("u",)):
@@ -380,7 +380,7 @@ def qr_insert(Q, R, u, k, which="row", rcond=None, overwrite_qru=False, check_fi
     """
     del overwrite_qru
     which = _which(which)
-    xp, (Q, R, u) = _as_arrays(Q, R, u)
+    Q, R, u = _as_arrays(Q, R, u)
     mode = _check_shapes(Q, R)
     _check_dtypes(Q, R, u)
     m, n = (Q.shape[0] if Q is not None else R.shape[0]), R.shape[1]
@@ -487,7 +487,7 @@ def qr_delete(Q, R, k, p=1, which="row", overwrite_qr=False, check_finite=True,
     """
     del overwrite_qr
     which = _which(which)
-    xp, (Q, R) = _as_arrays(Q, R)
+    Q, R = _as_arrays(Q, R)
     mode = _check_shapes(Q, R)
     _check_dtypes(Q, R)
     m, n = (Q.shape[0] if Q is not None else R.shape[0]), R.shape[1]
@@ -554,7 +554,7 @@ def qr_update(Q, R, u, v, overwrite_qruv=False, check_finite=True, *, method="bl
     True
     """
     del overwrite_qruv
-    xp, (Q, R, u, v) = _as_arrays(Q, R, u, v)
+    Q, R, u, v = _as_arrays(Q, R, u, v)
     if Q is None:
         raise ValueError("qr_update needs Q")
     mode = _check_shapes(Q, R)
