@@ -10,6 +10,10 @@ record the graph).  The two ways alternate block by block, so that drifts of the
 speed fall on both.  Each result is checked against the updated matrix
 (||Q1 R1 - A1|| / ||A1||, the larger of the two ways').
 
+A second table times one step of a sliding window of least squares
+(:class:`qrlab.LeastSquaresQR`: the newest row added, the oldest removed, solved) the
+same way, against cuSOLVER's QR of the window and a triangular solve.
+
 Usage (GPU): python3 benchmarks/small_sizes.py --out benchmarks/results/small-sizes.md
 """
 from __future__ import annotations
@@ -53,6 +57,45 @@ def cases(cp, dtype, m, n):
         for name, call in calls.items():
             A1 = updated[name]
             yield name, q, call, A1, lambda A1=A1, mode=mode: cp.linalg.qr(A1, mode=mode)
+
+
+class Window:
+    """A sliding-window least-squares problem (:class:`qrlab.LeastSquaresQR`): each call
+    adds the next row of a stream at the end, removes the oldest, and solves."""
+
+    def __init__(self, X, y, m, q):
+        self.X, self.y, self.m, self.t = X, y, m, 0
+        self.ls = qrlab.LeastSquaresQR(X[:m], y[:m], q=q)
+        self.q = q
+
+    def __call__(self):
+        X, y, t, m = self.X, self.y, self.t, self.m
+        self.ls.add_rows(X[m + t], y[m + t:m + t + 1])
+        if self.q == "none":
+            self.ls.remove_rows(0, 1, U=X[t], e=y[t:t + 1])
+        else:
+            self.ls.remove_rows(0, 1)
+        self.t += 1
+        return self.ls.solve()
+
+    def window(self):
+        return self.X[self.t:self.t + self.m], self.y[self.t:self.t + self.m]
+
+
+def window_cases(cp, dtype, m, n, steps=400):
+    """(q, window without graphs, window with graphs, recomputation on a window): one
+    step of a sliding window each call; the recomputation is cuSOLVER's QR of the window
+    and the triangular solve (cupyx.scipy.linalg.solve_triangular)."""
+    from cupyx.scipy.linalg import solve_triangular
+    rng = np.random.default_rng(m + n + 1)
+    X = cp.asarray(rng.standard_normal((m + steps, n)), dtype=dtype)
+    y = cp.asarray(rng.standard_normal(m + steps), dtype=dtype)
+
+    def recompute(W=X[:m], b=y[:m]):
+        Q, R = cp.linalg.qr(W)
+        return solve_triangular(R, Q.T @ b)
+    for q in ("full", "thin", "none"):
+        yield q, Window(X, y, m, q), Window(X, y, m, q), recompute
 
 
 def per_call_ms(cp, calls, blocks=9, count=10):
@@ -110,6 +153,32 @@ def main(argv=None):
                 line = (f"| {dtype} | {m} | {n} | {update} | {q} | {t_plain:.2f} "
                         f"| {t_graph:.2f} | {'yes' if replayed else 'no'} | {t_qr:.2f} "
                         f"| {err:.1e} |")
+                lines.append(line)
+                print(line, flush=True)
+    lines += ["", "## A sliding window of least squares, step by step", "",
+              "One call: `LeastSquaresQR.add_rows` (the newest row, at the end), "
+              "`remove_rows(0, 1)` (the oldest; for q = none a Cholesky downdate, which "
+              "is not recorded) and `solve()`; against cuSOLVER's QR of the window and a "
+              "triangular solve. error: the last solution against NumPy's lstsq of its "
+              "window, relative.", "",
+              "| dtype | m | n | Q | step ms, no graph | step ms, graphs | recompute ms "
+              "| error |", "|---|---|---|---|---|---|---|---|"]
+    print("\n".join(lines[-6:]), flush=True)
+    for dtype in args.dtypes:
+        for m, n in SIZES:
+            for q, plain, graphed, recompute in window_cases(cp, dtype, m, n):
+                graphs.clear()
+                t_plain, t_graph, t_qr = per_call_ms(
+                    cp, [with_graphs(False, plain), with_graphs(True, graphed), recompute])
+                refusals.update(graphs.info()["refusals"])
+                err = 0.0
+                for way in (plain, graphed):
+                    W, b = (a.get().astype(np.float64) for a in way.window())
+                    x = np.linalg.lstsq(W, b, rcond=None)[0]
+                    err = max(err, float(np.linalg.norm(way.ls.solve().get() - x)
+                                         / np.linalg.norm(x)))
+                line = (f"| {dtype} | {m} | {n} | {q} | {t_plain:.2f} | {t_graph:.2f} "
+                        f"| {t_qr:.2f} | {err:.1e} |")
                 lines.append(line)
                 print(line, flush=True)
     lines += ["", "Why the updates without a graph were not recorded:", ""]

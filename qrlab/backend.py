@@ -24,7 +24,9 @@ __all__ = [
     "describe",
     "executor_for",
     "gpu_name",
+    "host_constant",
     "matmul",
+    "raise_if",
     "run_update",
     "solve_triangular",
     "working_copy",
@@ -160,6 +162,23 @@ def executor_for(xp, method: str = "blocked"):
     return Executor(method)
 
 
+def host_constant(xp, make, *args):
+    """``make(*args)``, a NumPy array, on the device of ``xp`` (the current one): made and
+    uploaded once per device and arguments, then kept (the 16 most recent), so that
+    later calls upload nothing (and a CUDA graph being recorded holds it,
+    :func:`qrlab.graphs.keep_alive`)."""
+    if xp is np:
+        return _host_constant(np, None, make, args)
+    from .graphs import keep_alive
+    return keep_alive(_host_constant(xp, xp.cuda.Device().id, make, args))
+
+
+@functools.lru_cache(maxsize=16)
+def _host_constant(xp, device, make, args):
+    del device                  # (part of the key: the array is on the current device)
+    return xp.asarray(make(*args))
+
+
 def matmul(A, B):
     """``A @ B`` for 2-D arrays.  On CuPy, real ones go to :func:`qrlab.blas.matmul`
     (cuBLAS called by qrlab itself), which a CUDA graph can record; CuPy's own ``@``
@@ -180,6 +199,18 @@ def require_finite(*arrays):
     for a in arrays:
         if a is not None and a.size and not bool(xp.isfinite(a).all()):
             raise ValueError("array must not contain infs or NaNs")
+
+
+def raise_if(failed, error):
+    """Raise ``error()`` if ``failed``, a boolean scalar array (a test of an update's
+    values), is true.  On the device this waits for it, except while a CUDA graph is
+    being recorded (:mod:`qrlab.graphs`): the graph then tests it after each replay."""
+    if is_cupy(failed):
+        from .graphs import defer
+        if defer(failed, error):
+            return
+    if bool(failed):
+        raise error()
 
 
 def run_update(core, arrays, check_finite=False, **params):

@@ -21,9 +21,12 @@ keeps across calls (a schedule cached per shape, say) are held by the graph too
 least recently used graph goes first.  Inputs of more than :data:`MAX_INPUT_BYTES` run
 without a graph: there the GPU's work, not the host's, takes the time.
 
-An update whose host code must read the device (the economic column insertion, whose
-new basis depends on the values of ``u``) cannot be recorded: its capture fails, and
-from then on that key runs without a graph, as do the keys of failed recordings.
+Tests of the values that raise (inputs not finite, with ``check_finite``; a column of
+``u`` in the span of an economic Q) are recorded as device flags
+(:func:`qrlab.backend.raise_if`), which the host reads in one wait after each replay.
+An update whose host code must read the device otherwise (a factorization on cuSOLVER,
+say, which reads its status) cannot be recorded: its capture fails, and from then on
+that key runs without a graph, as do the keys of failed recordings.
 Uploads from the host are refused while recording (a graph would read their staging
 buffer at every replay, long after it was reused), so an update that uploads runs
 without a graph too.
@@ -47,7 +50,7 @@ import contextlib
 import os
 import threading
 
-__all__ = ["run", "enabled", "using", "keep_alive", "info", "clear",
+__all__ = ["run", "enabled", "using", "keep_alive", "defer", "info", "clear",
            "MAX_INPUT_BYTES", "BUDGET_BYTES"]
 
 #: the most bytes of input for which an update is recorded (a 2000 x 2000 float64 Q is 32 MB)
@@ -63,7 +66,8 @@ _seen: collections.OrderedDict = collections.OrderedDict()      # key -> None
 _refused: collections.OrderedDict = collections.OrderedDict()   # key -> reason
 _counts = collections.Counter()
 _switch: list = []                  # the innermost `using` flag last
-_recording = threading.local()      # .keep: what the graph being recorded must hold
+_recording = threading.local()      # .keep: what the graph being recorded must hold,
+                                    # .tests: its deferred tests (defer)
 
 
 class _Refused(RuntimeError):
@@ -100,6 +104,17 @@ def keep_alive(obj):
     return obj
 
 
+def defer(failed, error) -> bool:
+    """While a graph is being recorded: have it test ``failed`` (a boolean device scalar
+    the update computed) after each replay, and raise ``error()`` when it is true; True.
+    Otherwise False (the caller tests it now).  See :func:`qrlab.backend.raise_if`."""
+    tests = getattr(_recording, "tests", None)
+    if tests is None:
+        return False
+    tests.append((failed, error))
+    return True
+
+
 def info() -> dict:
     """Counts since the last :func:`clear`: calls ``recorded`` (then replayed), replayed
     from a graph (``replayed``), run without one (``plain``), recordings ``refused``;
@@ -128,11 +143,12 @@ def run(core, arrays, params, check_finite=False):
     from a CUDA graph where it can be (see the module's description); with
     ``check_finite``, ``ValueError`` if an array holds an inf or a NaN.
 
-    ``core`` must only read ``arrays``, return a CuPy array or a tuple of them, and
-    depend on nothing but the arrays' shapes, layouts and dtypes, the values in them and
-    ``params`` (hashable).  Its results are new arrays either way.  A graph tests the
-    values itself, and the call waits for the device once, for that test's answer (three
-    waits, one per array, took 0.2 ms of a 0.3 ms replay on an H100)."""
+    ``core`` must only read ``arrays``, return a CuPy array or a tuple of them (None
+    entries allowed), and depend on nothing but the arrays' shapes, layouts and dtypes,
+    the values in them and ``params`` (hashable).  Its results are new arrays either
+    way.  A graph tests the values itself (and runs the update's deferred tests,
+    :func:`defer`), and the call waits for the device once, for all their answers
+    (three waits, one per array, took 0.2 ms of a 0.3 ms replay on an H100)."""
     import cupy as cp
     if not enabled() or sum(a.nbytes for a in arrays if a is not None) > MAX_INPUT_BYTES:
         return _plain(core, arrays, params, check_finite)
@@ -180,12 +196,14 @@ def _remember(table, key, value):
 
 class _Graph:
     """A recorded update: the CUDA graph, its memory pool, its input and output buffers
-    (``single``: the update returns one array, not a tuple), the device flag of its
-    finiteness test (or None) and what it must hold."""
+    (``single``: the update returns one array, not a tuple), its tests (``failed``: a
+    device array of flags, true where a test failed, or None; ``errors``: what each
+    raises) and what it must hold."""
 
-    def __init__(self, graph, pool, inputs, outputs, single, finite, keep):
+    def __init__(self, graph, pool, inputs, outputs, single, failed, errors, keep):
         self.graph, self.pool, self.inputs = graph, pool, inputs
-        self.outputs, self.single, self.finite, self.keep = outputs, single, finite, keep
+        self.outputs, self.single, self.keep = outputs, single, keep
+        self.failed, self.errors = failed, errors
 
     def replay(self, arrays, stream):
         for buffer, a in zip(self.inputs, arrays):
@@ -197,9 +215,11 @@ class _Graph:
             else:
                 buffer[...] = a                  # any strides: one elementwise copy
         self.graph.launch(stream)
-        outputs = tuple(out.copy() for out in self.outputs)
-        if self.finite is not None and not bool(self.finite):
-            raise ValueError("array must not contain infs or NaNs")
+        outputs = tuple(None if out is None else out.copy() for out in self.outputs)
+        if self.failed is not None:
+            for failed, error in zip(self.failed.get(), self.errors):    # (one wait)
+                if failed:
+                    raise error()
         return outputs[0] if self.single else outputs
 
 
@@ -224,17 +244,18 @@ def _record(cp, core, arrays, params, check_finite, key):
                 _recording.keep = keep
                 capture.begin_capture()
                 try:
-                    finite = None
-                    if check_finite:
-                        tests = [cp.isfinite(a).all() for a in inputs
-                                 if a is not None and a.size]
-                        finite = cp.stack(tests).all() if tests else None
+                    _recording.tests = tests = []
+                    finite = [cp.isfinite(a).all() for a in inputs
+                              if check_finite and a is not None and a.size]
+                    if finite:                  # (first: raised before the update's own)
+                        defer(~cp.stack(finite).all(), _not_finite)
                     result = core(*inputs, **params)
+                    failed = cp.stack([f for f, _ in tests]) if tests else None
                 except BaseException:
                     _end_quietly(capture)
                     raise
                 finally:
-                    _recording.keep = None
+                    _recording.keep = _recording.tests = None
                 graph = capture.end_capture()
     except Exception as exc:                  # (a read of the device, an upload...)
         pool.free_all_blocks()
@@ -244,11 +265,16 @@ def _record(cp, core, arrays, params, check_finite, key):
         return None
     single = not isinstance(result, tuple)
     outputs = (result,) if single else result
-    _graphs[key] = _Graph(graph, pool, inputs, outputs, single, finite, keep)
+    _graphs[key] = _Graph(graph, pool, inputs, outputs, single, failed,
+                          [error for _, error in tests], keep)
     while len(_graphs) > 1 and sum(g.pool.total_bytes() for g in _graphs.values()) \
             > BUDGET_BYTES:
         _drop_oldest()
     return _graphs[key]
+
+
+def _not_finite():
+    return ValueError("array must not contain infs or NaNs")
 
 
 def _end_quietly(capture):

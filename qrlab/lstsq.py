@@ -7,7 +7,8 @@ update as one more column of R, so it costs one column of work.
 from __future__ import annotations
 
 from . import updates
-from .backend import array_module, executor_for, require_finite, solve_triangular
+from .backend import (array_module, executor_for, require_finite, run_update,
+                      solve_triangular)
 
 __all__ = ["LeastSquaresQR"]
 
@@ -111,9 +112,11 @@ class LeastSquaresQR:
             res = xp.linalg.norm(self.R[n:, n:], axis=0)
         return res[0] if self._vector else res
 
-    # -- updates ---------------------------------------------------------------------
-    def _executor(self):
-        return executor_for(self.xp, self.method)
+    # -- updates: checked here, run by the functions below (on CuPy through
+    # run_update, so that a small update replays from a CUDA graph) ---------------------
+    def _run(self, core, *arrays, **params):
+        return run_update(core, arrays, q=self.q, method=self.method, n=self.n, r=self.r,
+                          **params)
 
     def _rhs(self, e, p):
         xp = self.xp
@@ -133,17 +136,7 @@ class LeastSquaresQR:
         e = self._rhs(e, p)
         k = self.m if k is None else updates._position(k, self.m, self.m + 1)
         rows = xp.concatenate([U, e], axis=1)
-        if self.q == "none":
-            R = updates._insert_rows(None, self.R, rows, 0, "none", self._executor(),
-                                     nc=e.shape[1])[1]
-            self.R = R[: self.n + self.r]
-        else:
-            Q, R = updates._insert_rows(self.Q, self.R, rows, k, self.q, self._executor(),
-                                        nc=e.shape[1])
-            if self.q == "thin":
-                Q, R = Q[:, : self.n], R[: self.n]
-                self.b = xp.concatenate([self.b[:k], e, self.b[k:]], axis=0)
-            self.Q, self.R = Q, R
+        self.Q, self.R, self.b = self._run(_rows_added, self.Q, self.R, rows, self.b, k=k)
         self.m += p
 
     def remove_rows(self, k, p=1, U=None, e=None):
@@ -167,12 +160,8 @@ class LeastSquaresQR:
             sign = xp.where(xp.diagonal(R).real < 0, -1, 1).astype(R.dtype)
             self.R = cholesky_downdate(sign[:, None] * R, rows.conj().T)
         else:
-            rhs = self.b if self.q == "thin" else None
-            Q, R = updates._delete_rows(self.Q, self.R, k, p, self.q, self._executor(),
-                                        nc=self.r, rhs=rhs)
-            if self.q == "thin":
-                self.b = xp.concatenate([self.b[:k], self.b[k + p:]], axis=0)
-            self.Q, self.R = Q, R
+            self.Q, self.R, self.b = self._run(_rows_removed, self.Q, self.R, self.b, k=k,
+                                               p=p)
         self.m -= p
 
     def add_columns(self, U, k=None):
@@ -185,11 +174,7 @@ class LeastSquaresQR:
         if U.ndim != 2 or U.shape[0] != self.m:
             raise ValueError(f"U must be ({self.m}, p), got {U.shape}")
         k = self.n if k is None else updates._position(k, self.n, self.n + 1)
-        if self.q == "thin":
-            updates._rcond_check(self.Q, U, None)
-        Q, R = updates._insert_cols(self.Q, self.R, U, k, self.q, self._executor(),
-                                    nc=self.r, rhs=self.b)
-        self.Q, self.R = Q, R
+        self.Q, self.R = self._run(_columns_added, self.Q, self.R, U, self.b, k=k)
         self.n += U.shape[1]
 
     def remove_columns(self, k, p=1):
@@ -197,13 +182,49 @@ class LeastSquaresQR:
         k = updates._position(k, self.n, self.n)
         if p < 1 or k + p > self.n:
             raise ValueError("'p' is out of range")
-        if self.q == "none":
-            # b's column is part of the triangle of [A, b]: reduce it too, then the
-            # factor is square again
-            R = updates._delete_cols(None, self.R, k, p, "none", self._executor())[1]
-            Q, R = None, R[: self.n - p + self.r]
-        else:
-            Q, R = updates._delete_cols(self.Q, self.R, k, p, self.q, self._executor(),
-                                        nc=self.r)
-        self.Q, self.R = Q, R
+        self.Q, self.R = self._run(_columns_removed, self.Q, self.R, k=k, p=p)
         self.n -= p
+
+
+# -- the updates of the factors (Q None for q='none'; b: thin Q's right-hand sides) ----
+def _rows_added(Q, R, rows, b, *, k, q, method, n, r):
+    """``(Q, R, b)`` after adding ``rows = [U, e]`` before row ``k``."""
+    executor = executor_for(array_module(R), method)
+    if q == "none":
+        R = updates._insert_rows(None, R, rows, 0, "none", executor, nc=r)[1]
+        return None, R[: n + r], None
+    Q, R = updates._insert_rows(Q, R, rows, k, q, executor, nc=r)
+    if q == "thin":
+        xp = array_module(R)
+        return Q[:, :n], R[:n], xp.concatenate([b[:k], rows[:, n:], b[k:]], axis=0)
+    return Q, R, None
+
+
+def _rows_removed(Q, R, b, *, k, p, q, method, n, r):
+    """``(Q, R, b)`` after removing rows ``k:k+p`` (with Q)."""
+    del n
+    Q, R = updates._delete_rows(Q, R, k, p, q, executor_for(array_module(R), method),
+                                nc=r, rhs=b)
+    if b is not None:
+        b = array_module(b).concatenate([b[:k], b[k + p:]], axis=0)
+    return Q, R, b
+
+
+def _columns_added(Q, R, U, b, *, k, q, method, n, r):
+    """``(Q, R)`` after adding the columns ``U`` before column ``k`` (with Q)."""
+    del n
+    executor = executor_for(array_module(R), method)
+    if q == "thin":
+        updates._rcond_check(Q, U, None, executor)
+    return updates._insert_cols(Q, R, U, k, q, executor, nc=r, rhs=b)
+
+
+def _columns_removed(Q, R, *, k, p, q, method, n, r):
+    """``(Q, R)`` after removing columns ``k:k+p``."""
+    executor = executor_for(array_module(R), method)
+    if q == "none":
+        # b's column is part of the triangle of [A, b]: reduce it too, then the factor is
+        # square again
+        R = updates._delete_cols(None, R, k, p, "none", executor)[1]
+        return None, R[: n - p + r]
+    return updates._delete_cols(Q, R, k, p, q, executor, nc=r)

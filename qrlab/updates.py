@@ -25,7 +25,8 @@ import operator
 import numpy as np
 
 from . import stages
-from .backend import array_module, executor_for, matmul, run_update, working_copy
+from .backend import (array_module, executor_for, host_constant, matmul, raise_if,
+                      run_update, working_copy)
 
 __all__ = ["qr_insert", "qr_delete", "qr_update"]
 
@@ -96,63 +97,72 @@ def _which(which):
 # --------------------------------------------------------------------------------------
 # shared pieces of setup
 # --------------------------------------------------------------------------------------
-def _extend_basis(Q, Y, width):
+def _extend_basis(Q, Y, width, executor):
     """Orthonormal ``Qy`` (m x width), orthogonal to ``Q``, with ``Y = Q C + Qy Ry``.
 
-    Classical Gram-Schmidt twice ("twice is enough") against Q, then an SVD of the
-    remainder; directions that vanish (``Y`` partly in the span of ``Q``) are replaced by
-    random directions orthogonal to everything, so ``[Q, Qy]`` stays orthonormal.
+    Classical Gram-Schmidt twice ("twice is enough") against Q, then a Householder QR of
+    the remainder's first ``width`` columns.  Where a column adds no new direction (``Y``
+    partly in the span of ``Q``, or of its columns before it: a diagonal entry of that
+    QR below ``100 eps m max(1, max_j |r_jj|)``), a fixed pseudo-random direction (made once
+    per shape), projected like ``Y``, takes its place, so that ``[Q, Qy]`` stays
+    orthonormal, and the QR is taken again.  Every step is an array operation whose
+    shapes do not depend on the values, so a GPU runs it without reading the device (and
+    a CUDA graph can record it).  Cost: ``8 m n (p + width)`` flops for the projections,
+    two panel QRs of ``m x width`` and ``4 m width^2`` for ``Qy``.
+
     Returns ``C`` (Q.shape[1] x p), ``Qy`` and ``Ry`` (width x p).
     """
     xp = array_module(Q, Y)
+    m, p = Y.shape
+    if width:           # the fallback directions ride along with Y through the projections
+        fallback = host_constant(xp, _fallback_directions, m, width, np.dtype(Y.dtype).str)
+        Y = xp.concatenate([Y, fallback], axis=1)
     Qh = Q.conj().T
-    C = Qh @ Y
-    Y = Y - Q @ C
-    C2 = Qh @ Y
-    Y = Y - Q @ C2
-    C = C + C2
+    C = matmul(Qh, Y)
+    Y = Y - matmul(Q, C)
+    C2 = matmul(Qh, Y)
+    Y = Y - matmul(Q, C2)
+    C = (C + C2)[:, :p]
+    Y, fallback = Y[:, :p], Y[:, p:]
     if width == 0:
         return C, Q[:, :0], Y[:0]
-    Us, S, _ = xp.linalg.svd(Y, full_matrices=False)
-    Qy = Us[:, :width]
-    scale = max(1.0, float(xp.abs(S).max())) if S.size else 1.0
-    tol = 100 * np.finfo(Y.real.dtype).eps * Y.shape[0] * scale
-    weak = [j for j in range(width) if j >= S.shape[0] or float(S[j]) <= tol]
-    if weak:
-        rng = np.random.default_rng(12345)
-        good = Qy[:, [j for j in range(width) if j not in weak]]
-        basis = xp.concatenate([Q, good], axis=1)
-        Z = xp.asarray(rng.standard_normal((Y.shape[0], len(weak))).astype(Y.real.dtype))
-        Z = Z.astype(Y.dtype)
-        for _ in range(2):
-            Z = Z - basis @ (basis.conj().T @ Z)
-        Z, _ = xp.linalg.qr(Z)
-        Qy = Qy.copy()
-        Qy[:, weak] = Z
-    return C, Qy, Qy.conj().T @ Y
+    Yw = Y[:, :width]
+    d = abs(xp.diagonal(executor.factor_panel(Yw)[2]))
+    weak = d <= 100 * np.finfo(Y.real.dtype).eps * m * xp.maximum(1, d.max())
+    V, T, _ = executor.factor_panel(xp.where(weak[None, :], fallback, Yw))
+    # Qy = H_1 ... H_w [I; 0] = [I; 0] - V T V[:w]^H
+    Qy = xp.eye(m, width, dtype=Y.dtype) - matmul(V, matmul(T, V[:width].conj().T))
+    return C, Qy, matmul(Qy.conj().T, Y)
 
 
-def _rcond_check(Q, U, rcond):
+def _fallback_directions(m, w, dtype):
+    """Fixed pseudo-random directions (m x w, NumPy) for :func:`_extend_basis`."""
+    return np.random.default_rng(12345).standard_normal((m, w)).astype(dtype)
+
+
+def _rcond_check(Q, U, rcond, executor):
     """SciPy's economic column-insert test: the reciprocal condition number of
-    ``[Q, u/||u||]`` for each new column that still adds a dimension."""
+    ``[Q, u/||u||]`` for each new column that still adds a dimension.  Its
+    ``LinAlgError`` comes through :func:`~qrlab.backend.raise_if` (on a GPU, one wait for
+    the device; in a CUDA graph, after each replay)."""
     xp = array_module(Q, U)
     m, n = Q.shape
     q = min(U.shape[1], m - n)
     if q <= 0:
         return
-    norms = xp.linalg.norm(U[:, :q], axis=0)
+    norms = xp.sqrt((abs(U[:, :q]) ** 2).sum(axis=0))
     Uh = U[:, :q] / xp.where(norms == 0, 1, norms)
-    Y = Uh - Q @ (Q.conj().T @ Uh)
-    Y = Y - Q @ (Q.conj().T @ Y)
-    resid = abs(xp.diagonal(xp.linalg.qr(Y, mode="r")))
-    resid = np.minimum(np.asarray(resid.get() if hasattr(resid, "get") else resid), 1.0)
-    resid[np.asarray((norms == 0).get() if hasattr(norms, "get") else norms == 0)] = 0.0
-    cos = np.sqrt(np.maximum(0.0, 1.0 - resid ** 2))
-    rc = np.sqrt((1.0 - cos) / (1.0 + cos))
+    Y = Uh - matmul(Q, matmul(Q.conj().T, Uh))
+    Y = Y - matmul(Q, matmul(Q.conj().T, Y))
+    resid = xp.minimum(abs(xp.diagonal(executor.factor_panel(Y)[2])), 1)
+    resid = xp.where(norms == 0, 0, resid)
+    cos = xp.sqrt(xp.maximum(0, 1 - resid ** 2))
+    rc = xp.sqrt((1 - cos) / (1 + cos))
     limit = np.finfo(U.real.dtype).eps if rcond is None else rcond
-    if (rc < limit).any():
-        raise LinAlgError("One of the columns of u lies in the span of Q. Found reciprocal "
-                          f"condition number of {rc.min()} for Q augmented with u/||u||.")
+    smallest = rc.min()
+    raise_if(smallest < limit, lambda: LinAlgError(
+        "One of the columns of u lies in the span of Q. Found reciprocal condition number "
+        f"of {float(smallest)} for Q augmented with u/||u||."))
 
 
 # --------------------------------------------------------------------------------------
@@ -184,7 +194,7 @@ def _insert_cols(Q, R, U, k, mode, executor, nc=0, rhs=None):
     else:
         m = Q.shape[0]
         q = min(p, m - n)
-        C, Qy, Ry = _extend_basis(Q, U, q)
+        C, Qy, Ry = _extend_basis(Q, U, q, executor)
         Q_w = xp.concatenate([Q, Qy], axis=1)
         W = xp.concatenate([C, Ry], axis=0)
         extra = xp.zeros((q, R.shape[1]), dtype=R.dtype)
@@ -230,7 +240,7 @@ def _delete_rows(Q, R, k, p, mode, executor, nc=0, rhs=None):
         q = min(p, m - Q.shape[1])
         E = xp.zeros((m, p), dtype=Q.dtype)
         xp.fill_diagonal(E[k:k + p], 1)        # (contiguous rows: a view in place)
-        _, Qy, _ = _extend_basis(Q, E, q)
+        _, Qy, _ = _extend_basis(Q, E, q, executor)
         extra = xp.zeros((q, R.shape[1]), dtype=R.dtype)
         if nc and rhs is not None:
             extra[:, R.shape[1] - nc:] = Qy.conj().T @ rhs
@@ -252,7 +262,7 @@ def _rank_update(Q, R, U, V, mode, executor, nb=None):
         R_w = xp.concatenate([R, matmul(Q.conj().T, U)], axis=1)
     else:
         q = min(p, Q.shape[0] - n)
-        C, Qy, Ry = _extend_basis(Q, U, q)
+        C, Qy, Ry = _extend_basis(Q, U, q, executor)
         Q_w = xp.concatenate([Q, Qy], axis=1)
         top = xp.concatenate([R, C], axis=1)
         bottom = xp.concatenate([xp.zeros((q, n), dtype=R.dtype), Ry], axis=1)
@@ -278,7 +288,7 @@ def _updated(Q, R, U, V, *, update, k, p, mode, method, rcond=None):
             R1 = R1[:n]
     elif update == "insert cols":
         if mode == "thin":
-            _rcond_check(Q, U, rcond)
+            _rcond_check(Q, U, rcond, executor)
         Q1, R1 = _insert_cols(Q, R, U, k, mode, executor)
     elif update == "delete cols":
         Q1, R1 = _delete_cols(Q, R, k, p, mode, executor)

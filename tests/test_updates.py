@@ -288,6 +288,34 @@ def test_rank_deficient_updates():
     check_factors(Q1, R1, A + np.outer(A[:, 0], V[:, 0]), "thin")
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", ["random", "in span of Q", "zero column", "repeated",
+                                  "wider than the complement"])
+def test_extend_basis_replaces_the_directions_y_lacks(case, dtype):
+    """[Q, Qy] orthonormal and Y = Q C + Qy Ry, also where a column of Y adds nothing
+    (in the span of Q, zero, a repeat of an earlier one): the fallback direction that
+    takes its place must be orthogonal to Q and to the other columns."""
+    rng = np.random.default_rng(13)
+    m, n = 14, 6
+    Q = factor(rand(rng, (m, n), dtype), "thin")[0]
+    Y = rand(rng, (m, 4), dtype)
+    if case == "in span of Q":
+        Y[:, 1] = Q @ rand(rng, (n,), dtype)
+    elif case == "zero column":
+        Y[:, 0] = 0
+    elif case == "repeated":
+        Y[:, 2] = Y[:, 0] * 3
+    elif case == "wider than the complement":
+        Y = rand(rng, (m, m - n + 3), dtype)
+    width = min(Y.shape[1], m - n)
+    C, Qy, Ry = updates._extend_basis(Q, Y.copy(), width, Executor())
+    t = tol(dtype, m)
+    B = np.concatenate([Q, Qy], axis=1)
+    assert Qy.shape == (m, width) and Ry.shape == (width, Y.shape[1])
+    assert np.linalg.norm(B.conj().T @ B - np.eye(n + width)) <= t
+    assert np.linalg.norm(Q @ C + Qy @ Ry - Y) <= t * np.linalg.norm(Y)
+
+
 def test_thin_delete_rows_with_a_row_of_leverage_one():
     """A row whose removal drops the rank of A's row space: Z has a singular value 1."""
     rng = np.random.default_rng(12)
