@@ -307,8 +307,11 @@ def test_least_squares_replays(q, dtype):
     t = 1e-9 if dtype == np.float64 else 2e-3
 
     def check(A, b):
-        x = np.linalg.lstsq(A.astype(np.float64), b.astype(np.float64), rcond=None)[0]
+        A, b = A.astype(np.float64), b.astype(np.float64)
+        x = np.linalg.lstsq(A, b, rcond=None)[0]
         np.testing.assert_allclose(ls.solve().get(), x, rtol=t, atol=t)
+        np.testing.assert_allclose(float(ls.residual_norm()), np.linalg.norm(A @ x - b),
+                                   rtol=t)
 
     with graphs.using(True):
         for s in range(steps):
@@ -318,6 +321,7 @@ def test_least_squares_replays(q, dtype):
             else:
                 ls.remove_rows(0, 1)
             check(X[s + 1:m + s + 1], y[s + 1:m + s + 1])
+        window = graphs.info()
         A, b = X[steps:], y[steps:]
         for s in range(4 if q != "none" else 0):
             c = rng.standard_normal(m).astype(dtype)
@@ -326,10 +330,15 @@ def test_least_squares_replays(q, dtype):
             ls.remove_columns(n)
             check(A, b)
     info = graphs.info()
+    # the window: each of its updates seen, recorded, then replayed (the first replay
+    # is the recording call's); the columns' first calls find R in another layout (the
+    # window's), so each is seen once or twice before its recording
     if q == "none":
-        assert (info["recorded"], info["replayed"], info["refused"]) == (1, 5, 0), info
+        assert (window["recorded"], window["replayed"], window["refused"]) == (1, 5, 0)
     else:
-        assert (info["recorded"], info["replayed"], info["refused"]) == (4, 16, 0), info
+        assert (window["recorded"], window["replayed"], window["refused"]) == (2, 10, 0)
+        assert (info["recorded"], info["refused"]) == (4, 0), info
+        assert info["replayed"] - window["replayed"] >= 4, info
 
 
 @pytest.mark.parametrize("cupy_binding", [False, True], ids=["ctypes", "cupy-fallback"])
