@@ -69,7 +69,7 @@ def update_errors(xp, op, m, n, p, k, dtype, seed=0):
     elif op == "insert_rows":
         U, e = rand(p, n), rand(p)
         Q1, R1 = updates._insert_rows(Q, Rd, xp.concatenate([U, e[:, None]], axis=1), k,
-                                      "full", ex)
+                                      "full", ex, nc=1)
         A1 = xp.concatenate([A[:k], U, A[k:]], axis=0)
         b1, n1 = xp.concatenate([b[:k], e, b[k:]]), n
     else:

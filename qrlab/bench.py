@@ -258,7 +258,7 @@ def run_case(xp, case, dtype, reps, method="blocked"):
     elif op == "insert_rows":
         def update(U, e):
             R1 = updates._insert_rows(None, Rd, xp.concatenate([U, e[:, None]], axis=1), k,
-                                      "none", ex)[1]
+                                      "none", ex, nc=1)[1]
             return solve_triangular(R1[:n, :n], R1[:n, n])
 
         def new_matrix(U, e):

@@ -547,7 +547,7 @@ class GpuExecutor(Executor):
         (:meth:`triangle_update`, one launch): adding rows (without Q, then the plan's
         remaining panels: carried columns, a wide matrix) and removing columns; with Q,
         the identity carried and then two GEMMs of Q (:meth:`_triangle_with_q`)."""
-        lead = self.triangle_rows(plan, Q, R)
+        lead = self.triangle_rows(plan, Q, R, (operands or {}).get("carried"))
         if lead is not None:
             n, (b0, b1), rest = lead
             if Q is None:
@@ -594,14 +594,18 @@ class GpuExecutor(Executor):
         return (keeps_q and self.method != "paper" and self.launches_once(R.dtype)
                 and R.flags.c_contiguous)
 
-    def triangle_rows(self, plan, Q, R):
+    def triangle_rows(self, plan, Q, R, carried=None):
         """For a plan that adds rows, the leading panels whose rows are their own diagonal
         block and the same new rows (a triangle update): ``(n, (b0, b1), rest)``, the
         triangle's size, the new rows and the panels after it; else None.  With Q, only
-        where that is the whole plan (not a wide matrix).  Carried right-hand-side
-        columns (``Q^H b``) are columns of the triangle's rows like R's own; their rows
-        past the triangle (dense with a full Q) are not touched by its reflectors."""
-        if not self._launches_triangle(Q, R):
+        where that is the whole plan (not a wide matrix) and at most one right-hand-side
+        column is carried (``carried``: how many; None, not known).  With a full Q the
+        carried columns are dense below R's triangle, and the plan reduces them too, so
+        the triangle's last rows are those of R's rows past n: with two or more carried
+        columns those rows have entries below the diagonal, which the triangle update
+        does not read."""
+        if not self._launches_triangle(Q, R) or (
+                Q is not None and (carried is None or carried > 1)):
             return None
         lead = plan.derived(_triangle_lead)
         return lead if Q is None or (lead is not None and not lead[2]) else None

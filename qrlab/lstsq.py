@@ -191,9 +191,9 @@ def _rows_added(Q, R, rows, b, *, k, q, method, n, r):
     """``(Q, R, b)`` after adding ``rows = [U, e]`` before row ``k``."""
     executor = executor_for(array_module(R), method)
     if q == "none":
-        R = updates._insert_rows(None, R, rows, 0, "none", executor)[1]
+        R = updates._insert_rows(None, R, rows, 0, "none", executor, nc=r)[1]
         return None, R[: n + r], None
-    Q, R = updates._insert_rows(Q, R, rows, k, q, executor)
+    Q, R = updates._insert_rows(Q, R, rows, k, q, executor, nc=r)
     if q == "thin":
         xp = array_module(R)
         return Q[:, :n], R[:n], xp.concatenate([b[:k], rows[:, n:], b[k:]], axis=0)

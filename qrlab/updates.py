@@ -206,9 +206,10 @@ def _insert_cols(Q, R, U, k, mode, executor, nc=0, rhs=None):
     return Q_w, R_w
 
 
-def _insert_rows(Q, R, U, k, mode, executor, nb=None):
-    """R may carry right-hand-side columns (``Q^H b``) after its own, and ``U`` the new
-    rows' entries of them: they are reduced with the rest."""
+def _insert_rows(Q, R, U, k, mode, executor, nb=None, nc=None):
+    """``U`` carries the right-hand-side entries of the new rows in its last ``nc``
+    columns (None: not known).  With Q, R's rows past its triangle are dense in those
+    columns, which an executor must know to reduce the triangle in one launch."""
     xp = array_module(Q, R, U)
     n = R.shape[1]
     p = U.shape[0]
@@ -221,7 +222,7 @@ def _insert_rows(Q, R, U, k, mode, executor, nb=None):
         Q_w[:m, :w] = Q
         Q_w[m:, w:] = xp.eye(p, dtype=Q.dtype)
     nb = nb or executor.panel_width(p, R.dtype)
-    executor.run(stages.plan_insert_rows(m_r, n, p, nb), Q_w, R_w)
+    executor.run(stages.plan_insert_rows(m_r, n, p, nb), Q_w, R_w, {"carried": nc})
     if Q_w is not None:
         m = Q.shape[0]
         # the new rows of A sit at k..k+p: move their rows of Q there (slices, not an index
@@ -280,7 +281,7 @@ def _updated(Q, R, U, V, *, update, k, p, mode, method, rcond=None):
     executor = executor_for(array_module(R), method)
     n = R.shape[1]
     if update == "insert rows":
-        Q1, R1 = _insert_rows(Q, R, U, k, mode, executor)
+        Q1, R1 = _insert_rows(Q, R, U, k, mode, executor, nc=0)
         if mode == "thin":
             Q1, R1 = Q1[:, :n], R1[:n]
         elif mode == "none" and R.shape[0] == n:

@@ -661,9 +661,10 @@ def test_cupy_rows_without_q(nrows, n, p, nc, dtype, one_launch, chunk, monkeypa
 @pytest.mark.parametrize("mode", ["full", "thin"])
 def test_cupy_rows_with_q(m, n, p, k, nc, mode, dtype, one_launch, chunk, monkeypatch):
     """Adding rows with Q: one launch of kernels/triangle.cu with the identity carried,
-    then Q by two GEMMs, right-hand-side columns (dense below the triangle with a full
-    Q) reduced with the triangle's rows; panel by panel for a wide matrix, or by choice.
-    The carried columns stay Q^T b.  Against the NumPy path."""
+    then Q by two GEMMs, one carried right-hand-side column included; panel by panel
+    for a wide matrix, with two carried columns (dense below the triangle, so R's
+    rows there are no triangle), or by choice.  The carried columns stay Q^T b.
+    Against the NumPy path."""
     import cupy as cp
 
     from qrlab import updates
@@ -677,13 +678,13 @@ def test_cupy_rows_with_q(m, n, p, k, nc, mode, dtype, one_launch, chunk, monkey
     U = np.hstack([Ur, b_new]).astype(dtype)
     ex = gpu_triangle(monkeypatch, one_launch, chunk)
     plan = stages.plan_insert_rows(R.shape[0], n + nc, p, ex.panel_width(p, dtype))
-    lead = ex.triangle_rows(plan, cp.asarray(Q), cp.asarray(np.vstack([Rb, U])))
-    if one_launch and R.shape[0] >= n:      # tall: the plan is the triangle
+    lead = ex.triangle_rows(plan, cp.asarray(Q), cp.asarray(np.vstack([Rb, U])), nc)
+    if one_launch and nc <= 1 and R.shape[0] >= n + nc:   # the plan is the triangle
         assert lead is not None and not lead[2]
-    else:                           # per panel; a wide matrix's panels
+    else:                   # per panel; two carried columns; a wide matrix's panels
         assert lead is None
     Qg, Rg = (x.get() for x in updates._insert_rows(cp.asarray(Q), cp.asarray(Rb),
-                                                    cp.asarray(U), k, mode, ex))
+                                                    cp.asarray(U), k, mode, ex, nc=nc))
     A1 = np.insert(A, [k] * p, Ur, axis=0)
     b1 = np.insert(b, [k] * p, b_new.astype(dtype), axis=0)
     check_factors(Qg, Rg[:, :n], A1, mode)
@@ -692,7 +693,7 @@ def test_cupy_rows_with_q(m, n, p, k, nc, mode, dtype, one_launch, chunk, monkey
         np.testing.assert_allclose(Qg @ Rg[:, n:], b1, rtol=0, atol=t * m)
     else:
         np.testing.assert_allclose(Qg.T @ b1, Rg[:Qg.shape[1], n:], rtol=0, atol=t * m)
-    Qn, Rn = updates._insert_rows(Q, Rb, U, k, mode, Executor())
+    Qn, Rn = updates._insert_rows(Q, Rb, U, k, mode, Executor(), nc=nc)
     np.testing.assert_allclose(abs(Rg), abs(Rn), rtol=0, atol=tol(dtype, m, n) * np.abs(Rn).max())
 
 
