@@ -3,7 +3,7 @@ and without CUDA graphs (:mod:`qrlab.graphs`), against recomputing the QR with c
 (``cupy.linalg.qr``, the same mode).
 
 At these sizes the GPU's work takes microseconds and, without a graph, a call's time is
-the host's: the Python and CuPy calls that queue an update's 20 to 60 operations.  So
+the host's: the Python and CuPy calls that queue an update's 20 to 100 operations.  So
 each update is timed as a caller sees it: wall-clock time per call, the device
 synchronised after each, the median of 9 blocks of 10 calls after 3 warm-up calls (which
 record the graph).  The two ways alternate block by block, so that drifts of the host's

@@ -1,9 +1,10 @@
 """Small updates on a GPU replayed as CUDA graphs: one launch instead of dozens.
 
 A small update (a row added to a 500 x 50 factorization, say) does microseconds of GPU
-work, but queues 20 to 60 operations from Python, and those cost 0.8 to 3.4 ms of host
+work, but queues 20 to 100 operations from Python, and those cost 0.5 to 6 ms of host
 time a call on an H100 machine: more than recomputing the QR with cuSOLVER.  So the
-second call of an update with the same shapes, layouts, dtypes, arguments and stream
+second call of an update (``qr_insert``, ``qr_delete``, ``qr_update``, and the updates of
+:class:`~qrlab.LeastSquaresQR`) with the same shapes, layouts, dtypes, arguments and stream
 records its operations into a CUDA graph (stream capture), and every later call
 replays the graph:
 
