@@ -213,10 +213,8 @@ def _rows_removed(Q, R, b, *, k, p, q, method, n, r):
 def _columns_added(Q, R, U, b, *, k, q, method, n, r):
     """``(Q, R)`` after adding the columns ``U`` before column ``k`` (with Q)."""
     del n
-    executor = executor_for(array_module(R), method)
-    if q == "thin":
-        updates._rcond_check(Q, U, None, executor)
-    return updates._insert_cols(Q, R, U, k, q, executor, nc=r, rhs=b)
+    return updates._insert_cols(Q, R, U, k, q, executor_for(array_module(R), method),
+                                nc=r, rhs=b)
 
 
 def _columns_removed(Q, R, *, k, p, q, method, n, r):

@@ -110,7 +110,9 @@ def _extend_basis(Q, Y, width, executor):
     a CUDA graph can record it).  Cost: ``8 m n (p + width)`` flops for the projections,
     two panel QRs of ``m x width`` and ``4 m width^2`` for ``Qy``.
 
-    Returns ``C`` (Q.shape[1] x p), ``Qy`` and ``Ry`` (width x p).
+    Returns ``C`` (Q.shape[1] x p), ``Qy`` and ``Ry`` (width x p), and ``d``, the
+    ``|r_jj|`` of the first QR (width): how far each of those columns reaches outside
+    ``Q`` and the columns before it (:func:`_rcond_check`).
     """
     xp = array_module(Q, Y)
     m, p = Y.shape
@@ -125,14 +127,14 @@ def _extend_basis(Q, Y, width, executor):
     C = (C + C2)[:, :p]
     Y, fallback = Y[:, :p], Y[:, p:]
     if width == 0:
-        return C, Q[:, :0], Y[:0]
+        return C, Q[:, :0], Y[:0], xp.zeros(0, dtype=Y.real.dtype)
     Yw = Y[:, :width]
     d = abs(xp.diagonal(executor.factor_panel(Yw)[2]))
     weak = d <= 100 * np.finfo(Y.real.dtype).eps * m * xp.maximum(1, d.max())
     V, T, _ = executor.factor_panel(xp.where(weak[None, :], fallback, Yw))
     # Qy = H_1 ... H_w [I; 0] = [I; 0] - V T V[:w]^H
     Qy = xp.eye(m, width, dtype=Y.dtype) - matmul(V, matmul(T, V[:width].conj().T))
-    return C, Qy, matmul(Qy.conj().T, Y)
+    return C, Qy, matmul(Qy.conj().T, Y), d
 
 
 def _fallback_directions(m, w, dtype):
@@ -140,21 +142,19 @@ def _fallback_directions(m, w, dtype):
     return np.random.default_rng(12345).standard_normal((m, w)).astype(dtype)
 
 
-def _rcond_check(Q, U, rcond, executor):
+def _rcond_check(U, d, rcond):
     """SciPy's economic column-insert test: the reciprocal condition number of
-    ``[Q, u/||u||]`` for each new column that still adds a dimension.  Its
+    ``[Q, u/||u||]`` for each new column that still adds a dimension, from ``d`` of
+    :func:`_extend_basis` (the length of each column's part outside Q and the columns
+    before it; scaled by ``1/||u_j||`` it is that of ``u_j/||u_j||``).  Its
     ``LinAlgError`` comes through :func:`~qrlab.backend.raise_if` (on a GPU, one wait for
     the device; in a CUDA graph, after each replay)."""
-    xp = array_module(Q, U)
-    m, n = Q.shape
-    q = min(U.shape[1], m - n)
-    if q <= 0:
+    xp = array_module(U, d)
+    q = d.shape[0]
+    if q == 0:
         return
     norms = xp.sqrt((abs(U[:, :q]) ** 2).sum(axis=0))
-    Uh = U[:, :q] / xp.where(norms == 0, 1, norms)
-    Y = Uh - matmul(Q, matmul(Q.conj().T, Uh))
-    Y = Y - matmul(Q, matmul(Q.conj().T, Y))
-    resid = xp.minimum(abs(xp.diagonal(executor.factor_panel(Y)[2])), 1)
+    resid = xp.minimum(d / xp.where(norms == 0, 1, norms), 1)
     resid = xp.where(norms == 0, 0, resid)
     cos = xp.sqrt(xp.maximum(0, 1 - resid ** 2))
     rc = xp.sqrt((1 - cos) / (1 + cos))
@@ -182,9 +182,10 @@ def _delete_cols(Q, R, k, p, mode, executor, nc=0, nb=None):
     return Q_w, R_w
 
 
-def _insert_cols(Q, R, U, k, mode, executor, nc=0, rhs=None):
+def _insert_cols(Q, R, U, k, mode, executor, nc=0, rhs=None, rcond=None):
     """``rhs`` (m x nc): the right-hand sides, needed only to extend carried columns when
-    a thin Q grows."""
+    a thin Q grows.  With a thin Q, SciPy's condition test of the new columns first
+    (:func:`_rcond_check`, ``rcond`` as in :func:`qr_insert`)."""
     xp = array_module(Q, R, U)
     n = R.shape[1] - nc
     p = U.shape[1]
@@ -194,12 +195,13 @@ def _insert_cols(Q, R, U, k, mode, executor, nc=0, rhs=None):
     else:
         m = Q.shape[0]
         q = min(p, m - n)
-        C, Qy, Ry = _extend_basis(Q, U, q, executor)
+        C, Qy, Ry, d = _extend_basis(Q, U, q, executor)
+        _rcond_check(U, d, rcond)
         Q_w = xp.concatenate([Q, Qy], axis=1)
         W = xp.concatenate([C, Ry], axis=0)
         extra = xp.zeros((q, R.shape[1]), dtype=R.dtype)
         if nc and rhs is not None:
-            extra[:, n:] = Qy.conj().T @ rhs
+            extra[:, n:] = matmul(Qy.conj().T, rhs)
         R = xp.concatenate([R, extra], axis=0)
     R_w = xp.concatenate([R[:, :k], W, R[:, k:]], axis=1)
     executor.run(stages.plan_insert_cols(R_w.shape[0], n, k, p), Q_w, R_w)
@@ -240,10 +242,10 @@ def _delete_rows(Q, R, k, p, mode, executor, nc=0, rhs=None):
         q = min(p, m - Q.shape[1])
         E = xp.zeros((m, p), dtype=Q.dtype)
         xp.fill_diagonal(E[k:k + p], 1)        # (contiguous rows: a view in place)
-        _, Qy, _ = _extend_basis(Q, E, q, executor)
+        Qy = _extend_basis(Q, E, q, executor)[1]
         extra = xp.zeros((q, R.shape[1]), dtype=R.dtype)
         if nc and rhs is not None:
-            extra[:, R.shape[1] - nc:] = Qy.conj().T @ rhs
+            extra[:, R.shape[1] - nc:] = matmul(Qy.conj().T, rhs)
         Q = xp.concatenate([Q, Qy], axis=1)
         R = xp.concatenate([R, extra], axis=0)
     Q_w, R_w = executor.working_copies(Q, R, first=(k, p))   # the rows to remove on top
@@ -262,7 +264,7 @@ def _rank_update(Q, R, U, V, mode, executor, nb=None):
         R_w = xp.concatenate([R, matmul(Q.conj().T, U)], axis=1)
     else:
         q = min(p, Q.shape[0] - n)
-        C, Qy, Ry = _extend_basis(Q, U, q, executor)
+        C, Qy, Ry, _ = _extend_basis(Q, U, q, executor)
         Q_w = xp.concatenate([Q, Qy], axis=1)
         top = xp.concatenate([R, C], axis=1)
         bottom = xp.concatenate([xp.zeros((q, n), dtype=R.dtype), Ry], axis=1)
@@ -287,9 +289,7 @@ def _updated(Q, R, U, V, *, update, k, p, mode, method, rcond=None):
         elif mode == "none" and R.shape[0] == n:
             R1 = R1[:n]
     elif update == "insert cols":
-        if mode == "thin":
-            _rcond_check(Q, U, rcond, executor)
-        Q1, R1 = _insert_cols(Q, R, U, k, mode, executor)
+        Q1, R1 = _insert_cols(Q, R, U, k, mode, executor, rcond=rcond)
     elif update == "delete cols":
         Q1, R1 = _delete_cols(Q, R, k, p, mode, executor)
     elif update == "delete rows":

@@ -308,12 +308,30 @@ def test_extend_basis_replaces_the_directions_y_lacks(case, dtype):
     elif case == "wider than the complement":
         Y = rand(rng, (m, m - n + 3), dtype)
     width = min(Y.shape[1], m - n)
-    C, Qy, Ry = updates._extend_basis(Q, Y.copy(), width, Executor())
+    C, Qy, Ry, _ = updates._extend_basis(Q, Y.copy(), width, Executor())
     t = tol(dtype, m)
     B = np.concatenate([Q, Qy], axis=1)
     assert Qy.shape == (m, width) and Ry.shape == (width, Y.shape[1])
     assert np.linalg.norm(B.conj().T @ B - np.eye(n + width)) <= t
     assert np.linalg.norm(Q @ C + Qy @ Ry - Y) <= t * np.linalg.norm(Y)
+
+
+@pytest.mark.parametrize("rcond, raises", [(None, False), (0.01, False), (0.05, True)])
+def test_economic_insert_col_rcond_like_scipy(rcond, raises):
+    """An explicit ``rcond`` is SciPy's: a column close to the span of Q (reciprocal
+    condition number 0.0175 for Q augmented with it) passes the default and a limit
+    below that, and raises above it, reporting the number, in SciPy and here alike."""
+    rng = np.random.default_rng(14)
+    A = rng.standard_normal((12, 4))
+    Q, R = sl.qr(A, mode="economic")
+    u = A[:, 1] + 0.05 * rng.standard_normal(12)
+    for f in (sl.qr_insert, qr_insert):
+        if raises:
+            with pytest.raises(np.linalg.LinAlgError, match="number of 0.0174"):
+                f(Q, R, u, 2, "col", rcond=rcond)
+        else:
+            Q1, R1 = f(Q, R, u, 2, "col", rcond=rcond)
+            check_factors(Q1, R1, np.insert(A, 2, u, axis=1), "thin")
 
 
 def test_thin_delete_rows_with_a_row_of_leverage_one():
