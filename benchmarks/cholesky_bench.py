@@ -3,12 +3,13 @@
 On a GPU (CuPy), for each dtype, n and k, with device-resident data and CUDA events:
 
 * t_update, t_downdate: ``qrlab.cholesky_update`` (blocked method, default settings) on R
-  and V: on a GPU, for k <= 64 the structured method (one launch into a new array,
-  ``qrlab/kernels/structured.cu``), beyond one cooperative launch for the whole update
-  (``qrlab/kernels/triangle.cu``, panels of 32, V's columns in pipelined chunks);
-* t_update_chain: for k <= 64, the same update by the chain of reflectors of
-  ``triangle.cu`` (``GpuExecutor.structured_k_max = 0``), the path before the
-  structured one;
+  and V: on a GPU, the structured method (one launch into a new array per 64 columns of
+  V, ``qrlab/kernels/structured.cu``) where ``GpuExecutor.structured_passes`` takes it,
+  else one cooperative launch for the whole update (``qrlab/kernels/triangle.cu``,
+  panels of 32, V's columns in pipelined chunks);
+* t_update_chain: where the structured method runs, the same update by the chain of
+  reflectors of ``triangle.cu`` (``GpuExecutor.structured_k_max = 0``), the path before
+  the structured one;
 * t_update_per_panel: where the update runs as one launch, the same update with one
   ``reflect_panel`` launch per panel (``GpuExecutor.one_launch = False``);
 * t_update_arrayops: the same update by array-operation panels of --block-size (default
@@ -176,9 +177,11 @@ def run_case(xp, clock, dtype, n, ks, args, rng, rates):
                 return (A + sign * (V @ V.T),)
             return make
 
-        structured = once and executor.structured(np.dtype(dtype), k)
+        passes = executor.structured_passes(np.dtype(dtype), n, k) if once else 0
+        structured = passes > 0
         res = {"dtype": np.dtype(dtype).name, "n": n, "k": k, "block_size": b_floor,
-               "path": ("structured" if structured else "one launch" if once
+               "path": ("structured" if passes == 1 else f"structured, {passes} passes"
+                        if structured else "one launch" if once
                         else "fused" if fused else "array operations")}
         res["t_update_ms"], res["t_update_all"] = median_ms(
             clock, lambda: (R, fresh_v()),

@@ -165,11 +165,12 @@ class Executor:
         del dtype, k
         return False
 
-    def structured(self, dtype, k):
-        """Whether this executor runs the structured rank-``k`` Cholesky update in fused
-        kernels (:meth:`qrlab.gpu.GpuExecutor.structured_update`)."""
-        del dtype, k
-        return False
+    def structured_passes(self, dtype, n, k):
+        """In how many passes this executor runs the structured rank-``k`` Cholesky update
+        of an ``n x n`` factor in fused kernels
+        (:meth:`qrlab.gpu.GpuExecutor.structured_update`); 0: it does not."""
+        del dtype, n, k
+        return 0
 
     # -- Givens sweeps ----------------------------------------------------------------
     def sweeps(self, op: Sweeps, Q, R):

@@ -8,18 +8,19 @@ of the trailing columns of R; Q, when kept, gets them by three cuBLAS products. 
 panels (the p-wide Stage 1 of adding columns) use ``panel_qr``
 (``qrlab/kernels/panel.cu``: panel and ``T`` in shared memory) and matrix products.
 
-The rank-k Cholesky update and downdate for k <= 64 run with no chain of reflectors
-(``qrlab/kernels/structured.cu``, :meth:`GpuExecutor.structured_update`): thread blocks
+The rank-k Cholesky update and downdate run with no chain of reflectors, in passes of
+up to 64 columns of V where that is faster (:meth:`GpuExecutor.structured_passes`;
+``qrlab/kernels/structured.cu``, :meth:`GpuExecutor.structured_update`): thread blocks
 that solve ``P = R^{-T} V`` block by block and factor the diagonal blocks of the
 structured factor ``M`` of ``I +- P P^T``, and in the same launch thread blocks that form
 ``M R`` as matrix products as soon as their rows are solved (in place, a second launch);
 the products run on the tensor cores (DMMA in float64, 3xTF32 in float32).
 
-The Cholesky update for larger k, a triangle ``[R; V^T]`` reduced to ``[R'; 0]``, adding
-rows (``[R; U]``, right-hand sides carried), removing columns (the ``p`` rows above the
-triangle that follows the removed columns) and the band left by a rank-p update's sweeps
-(the same shape) run whole in one cooperative launch of
-``triangle_update`` (``qrlab/kernels/triangle.cu``; with Q, the identity of the touched
+The Cholesky update where passes are slower (large k at small n), a triangle
+``[R; V^T]`` reduced to ``[R'; 0]``, adding rows (``[R; U]``, right-hand sides carried),
+removing columns (the ``p`` rows above the triangle that follows the removed columns) and
+the band left by a rank-p update's sweeps (the same shape) run whole in one cooperative
+launch of ``triangle_update`` (``qrlab/kernels/triangle.cu``; with Q, the identity of the touched
 rows carried along, then two GEMMs of Q's columns): one block per SM owns
 tiles of 32 columns of a chunk of B's rows, each panel is published through a flag in
 device memory as soon as it is factored against a chunk, and the next panel (and the
@@ -856,17 +857,39 @@ class GpuExecutor(Executor):
         first = int(fail.get()[0])
         return -1 if first == _NO_FAIL else first
 
-    #: the most columns of V that :meth:`structured_update` takes
+    #: the most columns of V that one :meth:`structured_update` takes
     structured_k_max = 64
     #: whether :meth:`structured_update` into a new array runs the apply in the solve's
     #: launch, each block as soon as its rows are ready (else after it, a second launch)
     structured_follow = True
 
-    def structured(self, dtype, k):
-        """Whether :meth:`structured_update` takes a rank-``k`` update of ``dtype``."""
+    #: by itemsize: n divided by this is the most passes that :meth:`structured_passes`
+    #: takes (but three at least)
+    structured_rows_per_pass = {4: 1250, 8: 600}
+
+    def structured_passes(self, dtype, n, k):
+        """How many :meth:`structured_update` calls (passes of at most
+        :attr:`structured_k_max` columns of V, each updating the result of the one before)
+        a rank-``k`` update of an ``n x n`` factor takes, or 0 where it goes to the chain
+        of reflectors (:meth:`triangle_update`) instead.
+
+        A pass costs about as much whatever its k up to 64, while the chain's one launch
+        grows slowly with k at small n and about as fast as the passes at large n.  On an
+        H100 (a new array, chain time / passes time), in float32: at n = 1000 to 5000,
+        1.7 to 2.0 for k = 128 (two passes), 1.15 to 1.36 for 192, 0.87 to 1.08 for 256;
+        at n = 10000, 1.12 for 512 and 0.94 for 1024; at n = 20000, 1.09 for 1024.  In
+        float64: 1.8 to 2.1 for k = 128 at n = 1000 and 2000, 0.82 to 1.14 for 256;
+        at n = 3000, 1.45 for 256 and 0.97 for 512; at n = 5000, 1.24 for 512; at
+        n = 10000 and 20000, 1.06 and 1.23 for 1024.  Hence passes up to
+        ``max(3, n // 1250)`` in float32 and ``max(3, n // 600)`` in float64
+        (:attr:`structured_rows_per_pass`)."""
         dtype = np.dtype(dtype)
-        return (self.one_launch and dtype.kind == "f" and dtype.itemsize in (4, 8)
-                and 1 <= k <= self.structured_k_max)
+        if not (self.one_launch and dtype.kind == "f" and dtype.itemsize in (4, 8)
+                and k >= 1 and self.structured_k_max >= 1):
+            return 0
+        passes = -(-k // self.structured_k_max)
+        most = max(3, n // self.structured_rows_per_pass[dtype.itemsize])
+        return passes if passes <= most else 0
 
     def structured_update(self, R, W, sgn, out, check_finite=True):
         """The factor of ``R^T R + sgn W^T W`` into ``out`` (``R`` itself, or a new n x n

@@ -516,7 +516,7 @@ class TestCuPy:
         R, V, A64, target = make_problem(n, k, dtype, downdate, seed=3)
         signs = np.where(np.arange(n) % 3 == 0, -1, 1).astype(dtype)
         Rs = R * signs[:, None] + np.tril(np.full((n, n), 7, dtype), -1)   # garbage below
-        assert GpuExecutor().structured(dtype, k)
+        assert GpuExecutor().structured_passes(dtype, n, k) == 1
         for R_d in (cp.asarray(Rs), cp.asfortranarray(cp.asarray(Rs))):
             V_d = cp.asarray(np.concatenate([V, V], axis=1))[:, ::2]         # strided
             R1 = cp.asnumpy(cholesky_update(R_d, V_d, downdate=downdate))
@@ -555,7 +555,7 @@ class TestCuPy:
         from qrlab.gpu import GpuExecutor
         R, V, _, _ = make_problem(n, k, dtype, True, seed=6)
         R_d, V_d = cp.asarray(R), cp.asarray(V)
-        assert GpuExecutor().structured(dtype, k)
+        assert GpuExecutor().structured_passes(dtype, n, k) == 1
         for _ in range(5):
             in_place = R_d.copy()
             cholesky_update(in_place, V_d, downdate=True, overwrite=True)
@@ -565,6 +565,66 @@ class TestCuPy:
             monkeypatch.setattr(GpuExecutor, "structured_follow", False)
             two = cholesky_update(R_d, V_d, downdate=True)
             cp.testing.assert_array_equal(two, in_place)
+
+    @pytest.mark.parametrize("overwrite", [False, True])
+    @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+    @pytest.mark.parametrize("n, k, passes", [(64, 65, 2), (300, 128, 2), (1800, 150, 3),
+                                              (300, 256, 4), (130, 520, 9)])
+    def test_structured_in_passes(self, n, k, passes, dtype, overwrite, monkeypatch):
+        """For k > 64 the structured method runs in passes of 64 columns of V (the last
+        one shorter), each updating the one before's result: against the NumPy path,
+        update and downdate, R in C or Fortran order, V strided; in place or not.  (The
+        last two take more passes than they would by default at their size.)"""
+        import cupy as cp
+
+        from qrlab.gpu import GpuExecutor
+        monkeypatch.setattr(GpuExecutor, "structured_rows_per_pass", {4: 1, 8: 1})
+        assert GpuExecutor().structured_passes(dtype, n, k) == passes
+        for downdate in (False, True):
+            R, V, A64, target = make_problem(n, k, dtype, downdate, seed=k)
+            for R_d in (cp.asarray(R), cp.asfortranarray(cp.asarray(R))):
+                V_d = cp.asarray(np.repeat(V, 2, axis=1))[:, ::2]            # strided
+                R1_d = cholesky_update(R_d, V_d, downdate=downdate, overwrite=overwrite)
+                assert (R1_d is R_d) == overwrite
+                R1 = cp.asnumpy(R1_d)
+                check_factor(R1, A64, V, target, dtype)
+                ref = cholesky_update(R, V, downdate=downdate)
+                np.testing.assert_allclose(
+                    R1, ref, rtol=0, atol=50 * n * np.finfo(dtype).eps * np.abs(ref).max())
+                if not overwrite:
+                    np.testing.assert_array_equal(cp.asnumpy(R_d), R)
+
+    @pytest.mark.parametrize("overwrite", [False, True])
+    @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+    @pytest.mark.parametrize("case", ["later in a pass", "in a later pass", "V not finite"])
+    def test_structured_passes_fail_like_one(self, case, dtype, overwrite):
+        """A downdate in passes that fails names the first failing column of A - V V^T,
+        which a pass alone may not see: with P = R^{-T} V, A - V V^T = R^T (I - P P^T) R
+        fails first where I - P P^T does.  P's column 0 = 1.1 e_150 makes the first pass
+        fail at column 150, column 100 = 1.1 e_40 the whole downdate at 40; 0.9 e_40 in
+        both makes only the second pass fail.  A value of V that is not finite, in the
+        second pass, raises as in one pass.  R is left as it was."""
+        import cupy as cp
+
+        from qrlab.gpu import GpuExecutor
+        n, k = 300, 128
+        assert GpuExecutor().structured_passes(dtype, n, k) == 2
+        R, _, _, _ = make_problem(n, 1, dtype, False, seed=9)
+        P = np.zeros((n, k))
+        if case == "later in a pass":
+            P[150, 0], P[40, 100] = 1.1, 1.1
+        else:
+            P[40, 0], P[40, 100] = 0.9, 0.9
+        V = (R.astype(np.float64).T @ P).astype(dtype)
+        exc, match = np.linalg.LinAlgError, r"column 40 \(0-based\)"
+        if case == "V not finite":
+            V[:, 0] = 0
+            V[7, 90] = np.nan
+            exc, match = ValueError, "V contains non-finite"
+        R_d = cp.asarray(R)
+        with pytest.raises(exc, match=match):
+            cholesky_downdate(R_d, cp.asarray(V), overwrite=overwrite)
+        np.testing.assert_array_equal(cp.asnumpy(R_d), R)
 
     @pytest.mark.parametrize("overwrite", [False, True])
     @pytest.mark.parametrize("where", ["R", "V", "zero"])
