@@ -178,9 +178,9 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
     32 columns): one thread block per SM owns tiles of 32 columns of ``[R; W]``; a
     panel's reflectors are built by one to sixteen warps, with the panel's columns in
     registers, and published through device memory in the compact WY form above, and
-    every block applies them to its tiles while the next panel is already being factored. The rows of ``W`` go in chunks of a few
-    dozen to a few hundred (as many as a model of the launch predicts fastest), each chunk
-    a rank-k_c update (or downdate) of the result of the chunks before it, and the chunks
+    every block applies them to its tiles while the next panel is already being
+    factored. The rows of ``W`` go in chunks of a few dozen to a few hundred (as many as
+    a model of the launch predicts fastest), each chunk a rank-k_c update (or downdate) of the result of the chunks before it, and the chunks
     pipelined in the same launch: chunk c factors panel J while chunk c + 1 factors panel
     J - 1, so the critical path is n / 32 + chunks panel steps of a chunk's rows, not n /
     32 steps of all k. ``W`` is read and written once per panel. A breakdown is recorded
