@@ -34,6 +34,8 @@ True
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .backend import array_module, matmul, working_copy
 from .givens import givens, rotate_rows
 from .householder import apply_wy_left, apply_wy_right, panel_qr, wy_factor
@@ -157,6 +159,22 @@ class Executor:
         ``T`` with ``H_1 ... H_w = I - V T V^H``, and the triangle ``Rp``."""
         V, tau, Rp = panel_qr(panel)
         return V, wy_factor(V, tau), Rp
+
+    def extend_basis(self, Y, width):
+        """The end of :func:`qrlab.updates._extend_basis`: ``Y`` (m x (p + width)) holds
+        the projected columns, then the projected fallback directions.  Returns ``Qy``
+        (m x width), ``Ry = Qy^H Y[:, :p]`` and ``d``, the ``|r_jj|`` of the QR of
+        ``Y[:, :width]``; a column with ``d_j <= 100 eps m max(1, max d)`` gives way to
+        its fallback before the second QR, which makes ``Qy``."""
+        xp = array_module(Y)
+        m, p = Y.shape[0], Y.shape[1] - width
+        Yw, fallback = Y[:, :width], Y[:, p:]
+        d = abs(xp.diagonal(self.factor_panel(Yw)[2]))
+        weak = d <= 100 * np.finfo(Y.real.dtype).eps * m * xp.maximum(1, d.max())
+        V, T, _ = self.factor_panel(xp.where(weak[None, :], fallback, Yw))
+        # Qy = H_1 ... H_w [I; 0] = [I; 0] - V T V[:w]^H
+        Qy = xp.eye(m, width, dtype=Y.dtype) - matmul(V, matmul(T, V[:width].conj().T))
+        return Qy, matmul(Qy.conj().T, Y[:, :p]), d
 
     def fuses_triangle(self, dtype, k):
         """Whether this executor reduces ``[R; W]`` (``W`` with ``k`` rows) in fused

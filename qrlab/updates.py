@@ -125,16 +125,10 @@ def _extend_basis(Q, Y, width, executor):
     C2 = matmul(Qh, Y)
     Y = Y - matmul(Q, C2)
     C = (C + C2)[:, :p]
-    Y, fallback = Y[:, :p], Y[:, p:]
     if width == 0:
         return C, Q[:, :0], Y[:0], xp.zeros(0, dtype=Y.real.dtype)
-    Yw = Y[:, :width]
-    d = abs(xp.diagonal(executor.factor_panel(Yw)[2]))
-    weak = d <= 100 * np.finfo(Y.real.dtype).eps * m * xp.maximum(1, d.max())
-    V, T, _ = executor.factor_panel(xp.where(weak[None, :], fallback, Yw))
-    # Qy = H_1 ... H_w [I; 0] = [I; 0] - V T V[:w]^H
-    Qy = xp.eye(m, width, dtype=Y.dtype) - matmul(V, matmul(T, V[:width].conj().T))
-    return C, Qy, matmul(Qy.conj().T, Y), d
+    Qy, Ry, d = executor.extend_basis(Y, width)      # QR, fallbacks where weak, QR again
+    return C, Qy, Ry, d
 
 
 def _fallback_directions(m, w, dtype):

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import qrlab
 from qrlab import qr_delete, qr_insert, qr_update, stages, updates
+from qrlab.backend import to_numpy
 from qrlab.executor import Executor
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
@@ -288,15 +289,15 @@ def test_rank_deficient_updates():
     check_factors(Q1, R1, A + np.outer(A[:, 0], V[:, 0]), "thin")
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("case", ["random", "in span of Q", "zero column", "repeated",
-                                  "wider than the complement"])
-def test_extend_basis_replaces_the_directions_y_lacks(case, dtype):
+EXTEND_BASIS_CASES = ["random", "in span of Q", "zero column", "repeated",
+                      "wider than the complement"]
+
+
+def check_extend_basis(executor, xp, m, n, case, dtype):
     """[Q, Qy] orthonormal and Y = Q C + Qy Ry, also where a column of Y adds nothing
     (in the span of Q, zero, a repeat of an earlier one): the fallback direction that
     takes its place must be orthogonal to Q and to the other columns."""
     rng = np.random.default_rng(13)
-    m, n = 14, 6
     Q = factor(rand(rng, (m, n), dtype), "thin")[0]
     Y = rand(rng, (m, 4), dtype)
     if case == "in span of Q":
@@ -308,12 +309,42 @@ def test_extend_basis_replaces_the_directions_y_lacks(case, dtype):
     elif case == "wider than the complement":
         Y = rand(rng, (m, m - n + 3), dtype)
     width = min(Y.shape[1], m - n)
-    C, Qy, Ry, _ = updates._extend_basis(Q, Y.copy(), width, Executor())
+    C, Qy, Ry, d = (to_numpy(a) for a in updates._extend_basis(
+        xp.asarray(Q), xp.asarray(Y), width, executor))
     t = tol(dtype, m)
     B = np.concatenate([Q, Qy], axis=1)
-    assert Qy.shape == (m, width) and Ry.shape == (width, Y.shape[1])
+    assert Qy.shape == (m, width) and Ry.shape == (width, Y.shape[1]) and d.shape == (width,)
     assert np.linalg.norm(B.conj().T @ B - np.eye(n + width)) <= t
     assert np.linalg.norm(Q @ C + Qy @ Ry - Y) <= t * np.linalg.norm(Y)
+    # d: each column's reach outside Q and the columns before it (after a column that
+    # adds nothing, the next ones' depend on rounding: only that one is checked)
+    weak = {"in span of Q": 1, "zero column": 0, "repeated": 2}.get(case)
+    if weak is None:
+        Yout = Y[:, :width] - Q @ (Q.conj().T @ Y[:, :width])
+        ref = np.abs(np.diagonal(np.linalg.qr(Yout.astype(np.complex128), mode="r")))
+        assert np.allclose(d, ref, rtol=t, atol=0)
+    else:
+        assert d[weak] <= t * np.linalg.norm(Y) and np.all(d[:weak] > 1e3 * d[weak])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", EXTEND_BASIS_CASES)
+def test_extend_basis_replaces_the_directions_y_lacks(case, dtype):
+    check_extend_basis(Executor(), np, 14, 6, case, dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", EXTEND_BASIS_CASES)
+@pytest.mark.parametrize("m, n", [(14, 6), (500, 50), (3000, 2990)])
+def test_cupy_extend_basis(m, n, case, dtype):
+    """The same on the GPU: real dtypes in one launch of ``extend_basis``
+    (``kernels/panel.cu``), complex ones as array operations."""
+    import cupy as cp
+
+    from qrlab.gpu import GpuExecutor
+    check_extend_basis(GpuExecutor(), cp, m, n, case, dtype)
 
 
 @pytest.mark.parametrize("rcond, raises", [(None, False), (0.01, False), (0.05, True)])

@@ -28,19 +28,12 @@ __device__ T block_sum(T x, T* red)
 }
 
 template <typename T>
-__device__ void panel_qr(T* P, int h, int w, T* tau, T* Tm)
+__device__ void householder_columns(T* S, int h, int w, T* tau, T* red, T* bc)
 {
-    extern __shared__ unsigned char smem_raw[];
-    T* S = reinterpret_cast<T*>(smem_raw);      // column-major h x w
-    T* red = S + (size_t)h * w;                  // 32 partial sums
-    T* bc = red + 32;                            // broadcast: scale, tau
+    // The panel S (h x w, column-major, in shared memory) reduced in place, LAPACK-style,
+    // with the block's threads; tau: w.  red: 32 partial sums, bc: 2 broadcast values.
     int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5;
     int nwarps = nt >> 5;
-    for (int idx = tid; idx < h * w; idx += nt) {
-        int i = idx / w, c = idx - i * w;
-        S[(size_t)c * h + i] = P[idx];
-    }
-    __syncthreads();
     for (int j = 0; j < w; ++j) {
         T* col = S + (size_t)j * h;
         T part = 0;
@@ -75,6 +68,23 @@ __device__ void panel_qr(T* P, int h, int w, T* tau, T* Tm)
         }
         __syncthreads();
     }
+}
+
+template <typename T>
+__device__ void panel_qr(T* P, int h, int w, T* tau, T* Tm)
+{
+    extern __shared__ unsigned char smem_raw[];
+    T* S = reinterpret_cast<T*>(smem_raw);      // column-major h x w
+    T* red = S + (size_t)h * w;                  // 32 partial sums
+    T* bc = red + 32;                            // broadcast: scale, tau
+    int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5;
+    int nwarps = nt >> 5;
+    for (int idx = tid; idx < h * w; idx += nt) {
+        int i = idx / w, c = idx - i * w;
+        S[(size_t)c * h + i] = P[idx];
+    }
+    __syncthreads();
+    householder_columns(S, h, w, tau, red, bc);
     // back to P
     for (int idx = tid; idx < h * w; idx += nt) {
         int i = idx / w, c = idx - i * w;
@@ -111,7 +121,88 @@ __device__ void panel_qr(T* P, int h, int w, T* tau, T* Tm)
     (void)g;
 }
 
+// extend_basis: the end of qrlab.updates._extend_basis in one block.  Y (m x (p + w),
+// strides sr, sc) holds the projected columns, then the projected fallback directions.
+// A Householder QR of Y's first w columns gives d_j = |r_jj|; each column with
+// d_j <= limit = tol max(1, max d) (it adds no direction) is replaced by its fallback, and
+// the QR taken again; Qy = H_1 ... H_w [I; 0] (m x w, row-major) and Ry = Qy^T Y[:, :p]
+// (w x p, row-major).  Shared memory: the panel and Qy (2 m w values), then 32 + 2 + 2 w.
+// One launch instead of two panel QRs and about twenty array operations around them.
+template <typename T>
+__device__ void extend_basis(const T* Y, long sr, long sc, int m, int p, int w, T tol,
+                             T* Qy, T* Ry, T* d)
+{
+    extern __shared__ unsigned char smem_raw[];
+    T* S = reinterpret_cast<T*>(smem_raw);      // the panel, column-major m x w
+    T* Qs = S + (size_t)m * w;                   // Qy, column-major m x w
+    T* red = Qs + (size_t)m * w;
+    T* bc = red + 32;
+    T* tau = bc + 2;
+    T* dd = tau + w;
+    int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5;
+    int nwarps = nt >> 5;
+    for (int idx = tid; idx < m * w; idx += nt) {
+        int c = idx / m, i = idx - c * m;
+        S[idx] = Y[i * sr + c * sc];
+    }
+    __syncthreads();
+    householder_columns(S, m, w, tau, red, bc);
+    if (tid == 0) {
+        T top = 1;
+        for (int j = 0; j < w; ++j) {
+            dd[j] = fabs(S[(size_t)j * m + j]);
+            top = fmax(top, dd[j]);
+        }
+        bc[0] = tol * top;
+    }
+    __syncthreads();
+    const T limit = bc[0];
+    for (int idx = tid; idx < m * w; idx += nt) {
+        int c = idx / m, i = idx - c * m;
+        S[idx] = Y[i * sr + (dd[c] <= limit ? p + c : c) * sc];
+        Qs[idx] = i == c ? T(1) : T(0);
+    }
+    __syncthreads();
+    householder_columns(S, m, w, tau, red, bc);
+    // Qs = H_1 ... H_w [I; 0], H_w first; H_j leaves the columns before j (still e_c)
+    for (int j = w - 1; j >= 0; --j) {
+        const T t = tau[j];
+        const T* v = S + (size_t)j * m;          // v_j: 1 at row j, then v[j + 1 ..]
+        if (t != T(0)) {
+            for (int c = j + warp; c < w; c += nwarps) {
+                T* qc = Qs + (size_t)c * m;
+                T s = 0;
+                for (int i = j + 1 + lane; i < m; i += 32) s += v[i] * qc[i];
+                for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+                s = t * (s + qc[j]);
+                if (lane == 0) qc[j] -= s;
+                for (int i = j + 1 + lane; i < m; i += 32) qc[i] -= s * v[i];
+            }
+        }
+        __syncthreads();
+    }
+    for (int idx = tid; idx < m * w; idx += nt) {
+        int i = idx / w, c = idx - i * w;
+        Qy[idx] = Qs[(size_t)c * m + i];
+    }
+    for (int e = warp; e < w * p; e += nwarps) {
+        int a = e / p, b = e - a * p;
+        const T* qa = Qs + (size_t)a * m;
+        T s = 0;
+        for (int i = lane; i < m; i += 32) s += qa[i] * Y[i * sr + b * sc];
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        if (lane == 0) Ry[e] = s;
+    }
+    for (int j = tid; j < w; j += nt) d[j] = dd[j];
+}
+
 extern "C" {
+__global__ void extend_basis_f32(const float* Y, long sr, long sc, int m, int p, int w,
+                                 float tol, float* Qy, float* Ry, float* d)
+{ extend_basis<float>(Y, sr, sc, m, p, w, tol, Qy, Ry, d); }
+__global__ void extend_basis_f64(const double* Y, long sr, long sc, int m, int p, int w,
+                                 double tol, double* Qy, double* Ry, double* d)
+{ extend_basis<double>(Y, sr, sc, m, p, w, tol, Qy, Ry, d); }
 __global__ void panel_qr_f32(float* P, int h, int w, float* tau, float* Tm)
 { panel_qr<float>(P, h, w, tau, Tm); }
 __global__ void panel_qr_f64(double* P, int h, int w, double* tau, double* Tm)
