@@ -28,11 +28,25 @@ __device__ T block_sum(T x, T* red)
 }
 
 template <typename T>
+__device__ void reflect_column(const T* v, T* c, int j, int h, T t)
+{
+    // c -= t (v^T c) v by one warp, for the reflector v = e_j + v[j + 1 .. h] (its unit
+    // entry implied); c[j] is read before the sums meet, so lane 0 may then write it
+    int lane = threadIdx.x & 31;
+    T cj = c[j], d = 0;
+    for (int i = j + 1 + lane; i < h; i += 32) d += v[i] * c[i];
+    for (int o = 16; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
+    d = t * (d + cj);
+    if (lane == 0) c[j] = cj - d;
+    for (int i = j + 1 + lane; i < h; i += 32) c[i] -= d * v[i];
+}
+
+template <typename T>
 __device__ void householder_columns(T* S, int h, int w, T* tau, T* red, T* bc)
 {
     // The panel S (h x w, column-major, in shared memory) reduced in place, LAPACK-style,
     // with the block's threads; tau: w.  red: 32 partial sums, bc: 2 broadcast values.
-    int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5;
+    int tid = threadIdx.x, nt = blockDim.x, warp = tid >> 5;
     int nwarps = nt >> 5;
     for (int j = 0; j < w; ++j) {
         T* col = S + (size_t)j * h;
@@ -57,15 +71,8 @@ __device__ void householder_columns(T* S, int h, int w, T* tau, T* red, T* bc)
         for (int i = j + 1 + tid; i < h; i += nt) col[i] *= scale;
         __syncthreads();
         // trailing columns of the panel: one warp per column
-        for (int c = j + 1 + warp; c < w; c += nwarps) {
-            T* cc = S + (size_t)c * h;
-            T d = 0;
-            for (int i = j + 1 + lane; i < h; i += 32) d += col[i] * cc[i];
-            for (int o = 16; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
-            d = t * (d + cc[j]);
-            if (lane == 0) cc[j] -= d;
-            for (int i = j + 1 + lane; i < h; i += 32) cc[i] -= d * col[i];
-        }
+        for (int c = j + 1 + warp; c < w; c += nwarps)
+            reflect_column(col, S + (size_t)c * h, j, h, t);
         __syncthreads();
     }
 }
@@ -169,15 +176,8 @@ __device__ void extend_basis(const T* Y, long sr, long sc, int m, int p, int w, 
         const T t = tau[j];
         const T* v = S + (size_t)j * m;          // v_j: 1 at row j, then v[j + 1 ..]
         if (t != T(0)) {
-            for (int c = j + warp; c < w; c += nwarps) {
-                T* qc = Qs + (size_t)c * m;
-                T s = 0;
-                for (int i = j + 1 + lane; i < m; i += 32) s += v[i] * qc[i];
-                for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-                s = t * (s + qc[j]);
-                if (lane == 0) qc[j] -= s;
-                for (int i = j + 1 + lane; i < m; i += 32) qc[i] -= s * v[i];
-            }
+            for (int c = j + warp; c < w; c += nwarps)
+                reflect_column(v, Qs + (size_t)c * m, j, m, t);
         }
         __syncthreads();
     }
