@@ -566,9 +566,9 @@ for n in sorted({r["n"] for r in rows}):
 # the chain sat at 6.6 and 5.4) and to 4.16 at $n = 20000$ in float32 (the chain 6.0).
 # For $k \le 64$ the structured method is 3.2 to 7.5 times faster than the chain of
 # reflectors at $n \ge 5000$. At $k \le 64$ and $n \ge 5000$ it sits 2.4 to 8.9 times
-# above the floor (the chain sat 7.7 to 56 times above): within 4 times at $n = 20000$ in both precisions
-# (float32 3.0 to 3.3, float64 2.4 to 3.5), at $n = 10000$ in float32 for $k = 16$ and 64
-# (3.97 and 3.86; 4.07 for $k = 1$) and in float64 for $k = 16$ and 64 (4.08 for
+# above the floor (the chain sat 7.7 to 56 times above): within 4 times at $n = 20000$ in
+# both precisions (float32 3.0 to 3.3, float64 2.4 to 3.5), at $n = 10000$ in float32 for
+# $k = 16$ and 64 (3.97 and 3.86; 4.07 for $k = 1$) and in float64 for $k = 16$ and 64 (4.08 for
 # $k = 1$), at $n = 5000$ in float64 for $k = 64$ (3.82), and furthest at $n = 5000$ in
 # float32 (8.5 to 8.9). Runs of the benchmark differ by a few percent (three runs of
 # $n = 10000$ on one H100 gave 4.07 to 4.38 for float32, $k = 1$, 3.97 to 4.06 for

@@ -158,7 +158,7 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
     the result of the one before (``A + s V V^T = (A + s V_1 V_1^T) + s V_2 V_2^T ...``),
     where that is faster than the chain of reflectors below: on an H100, up to
     ``max(3, n / 1250)`` passes in float32 and ``max(3, n / 600)`` in float64, which
-    made k = 128 1.7 to 2.4 times and k = 256 at n >= 10000 1.45 to 1.8 times faster
+    made k = 128 1.6 to 2.9 times and k = 256 at n >= 10000 1.45 to 1.8 times faster
     (``GpuExecutor.structured_passes``). In a downdate each intermediate matrix is the
     final one plus a positive semidefinite term, so a pass breaks down only if the
     whole downdate does, but it may do so at a later column; a breakdown in passes is
@@ -180,11 +180,12 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
     registers, and published through device memory in the compact WY form above, and
     every block applies them to its tiles while the next panel is already being
     factored. The rows of ``W`` go in chunks of a few dozen to a few hundred (as many as
-    a model of the launch predicts fastest), each chunk a rank-k_c update (or downdate) of the result of the chunks before it, and the chunks
-    pipelined in the same launch: chunk c factors panel J while chunk c + 1 factors panel
-    J - 1, so the critical path is n / 32 + chunks panel steps of a chunk's rows, not n /
-    32 steps of all k. ``W`` is read and written once per panel. A breakdown is recorded
-    on the device and raised at the end (one synchronisation per call).
+    a model of the launch predicts fastest), each chunk a rank-k_c update (or downdate)
+    of the result of the chunks before it, and the chunks pipelined in the same launch:
+    chunk c factors panel J while chunk c + 1 factors panel J - 1, so the critical path
+    is n / 32 + chunks panel steps of a chunk's rows, not n / 32 steps of all k. ``W`` is
+    read and written once per panel. A breakdown is recorded on the device and raised at
+    the end (one synchronisation per call).
 
     ``C`` (``b x m``) is the panel's rows of ``R``: each row of ``R`` is read and written
     once in the whole update, while ``W_t`` (``k x m``) is read and written once per panel.

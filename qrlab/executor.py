@@ -160,6 +160,12 @@ class Executor:
         V, tau, Rp = panel_qr(panel)
         return V, wy_factor(V, tau), Rp
 
+    @staticmethod
+    def weak_tolerance(dtype, m):
+        """``100 eps m``: times ``max(1, max d)``, the ``|r_jj|`` at or below which a
+        column adds no direction in :meth:`extend_basis` (every executor's test)."""
+        return 100 * np.finfo(dtype).eps * m
+
     def extend_basis(self, Y, width):
         """The end of :func:`qrlab.updates._extend_basis`: ``Y`` (m x (p + width)) holds
         the projected columns, then the projected fallback directions.  Returns ``Qy``
@@ -170,7 +176,7 @@ class Executor:
         m, p = Y.shape[0], Y.shape[1] - width
         Yw, fallback = Y[:, :width], Y[:, p:]
         d = abs(xp.diagonal(self.factor_panel(Yw)[2]))
-        weak = d <= 100 * np.finfo(Y.real.dtype).eps * m * xp.maximum(1, d.max())
+        weak = d <= self.weak_tolerance(Y.real.dtype, m) * xp.maximum(1, d.max())
         V, T, _ = self.factor_panel(xp.where(weak[None, :], fallback, Yw))
         # Qy = H_1 ... H_w [I; 0] = [I; 0] - V T V[:w]^H
         Qy = xp.eye(m, width, dtype=Y.dtype) - matmul(V, matmul(T, V[:width].conj().T))

@@ -873,7 +873,8 @@ class GpuExecutor(Executor):
         a rank-``k`` update of an ``n x n`` factor takes, or 0 where it goes to the chain
         of reflectors (:meth:`triangle_update`) instead.
 
-        A pass costs about as much whatever its k up to 64, while the chain's one launch
+        Each pass is a whole structured update, with its own chain of the solve, so the
+        passes' time grows in steps of 64 columns; the chain of reflectors' one launch
         grows slowly with k at small n and about as fast as the passes at large n.  On an
         H100 (a new array, chain time / passes time), in float32: at n = 1000 to 5000,
         1.7 to 2.0 for k = 128 (two passes), 1.15 to 1.36 for 192, 0.87 to 1.08 for 256;
@@ -993,7 +994,7 @@ class GpuExecutor(Executor):
         d = cp.empty(width, dtype=dt)
         fn = kernels().get_function("extend_basis_" + ("f32" if item == 4 else "f64"))
         fn.max_dynamic_shared_size_bytes = smem
-        tol = dt.type(100 * np.finfo(dt).eps * m)
+        tol = dt.type(self.weak_tolerance(dt, m))
         fn((1,), (self.threads,), (Y, np.int64(Y.strides[0] // item),
                                    np.int64(Y.strides[1] // item), np.int32(m), np.int32(p),
                                    np.int32(width), tol, Qy, Ry, d), shared_mem=smem)
