@@ -74,10 +74,10 @@ from .stages import Reflect, Sweeps
 __all__ = ["GpuExecutor", "kernels", "back_solve", "copy_rows"]
 
 _SOURCES = [Path(__file__).with_name("kernels") / name
-            for name in ("vector.cuh", "sweeps.cu", "panel.cu", "reflect.cu", "structured.cu",
-                         "copy.cu")]
+            for name in ("vector.cuh", "flags.cuh", "sweeps.cu", "panel.cu", "reflect.cu",
+                         "structured.cu", "copy.cu")]
 _COOPERATIVE = [Path(__file__).with_name("kernels") / name
-                for name in ("vector.cuh", "triangle.cu", "strips.cu")]
+                for name in ("vector.cuh", "flags.cuh", "triangle.cu", "strips.cu")]
 _SMEM_LIMIT = 200 * 1024            # dynamic shared memory a panel may use (H100: 227 KB)
 
 

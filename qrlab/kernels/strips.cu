@@ -158,16 +158,13 @@ __device__ void sweep_strips(T* D, int p, const int* tops, const int* bottoms, i
         waves[lane] = make_int2(B - bottoms[c0 + lane] + 2 * (c0 + lane) + 1,
                                 B - tops[c0 + lane] + 2 * (c0 + lane) - 1);
     const int before = min(b, n_own) - 1;            // the strip this one waits for
-    volatile int* seen = progress + max(before, 0);
+    const int* seen = progress + max(before, 0);
     strip_sync(nwa * 32);
     int cw = 0;                                      // (t - t_begin) mod CHUNK
     for (int t = t_begin; t < t_end; ++t) {
         if (n_ext > 0 && cw == 0) {                  // the next waves of earlier strips
             const int nwv = min(STRIP_CHUNK, t_end - t);
-            if (threadIdx.x == 0) {
-                while (*seen < t + nwv) __nanosleep(32);
-                __threadfence();
-            }
+            if (threadIdx.x == 0) flag_wait(seen, t + nwv, 32);
             strip_sync(nwa * 32);
             for (int w = warp; w < nwv; w += nwa)   // published by another SM: through L2
                 for (int s = lane; s < n_ext; s += 32) {
@@ -261,9 +258,8 @@ __device__ void sweep_strips(T* D, int p, const int* tops, const int* bottoms, i
             asm volatile("cp.async.wait_group %0;" :: "n"(STRIP_PREFETCH - 1) : "memory");
         cw = cw + 1 == STRIP_CHUNK ? 0 : cw + 1;
         if (cw == 0 || t + 1 == t_end) {
-            __threadfence();                         // every thread's C and S, before the count
-            strip_sync(nwa * 32);
-            if (threadIdx.x == 0) atomicExch(progress + b, t + 1);
+            strip_sync(nwa * 32);                    // every thread's C and S, then the count
+            if (threadIdx.x == 0) flag_release(progress + b, t + 1);
         } else {
             strip_sync(nwa * 32);
         }

@@ -112,26 +112,6 @@
 #define ST_LD 68     // leading dimension of 64-column tiles in shared memory: rows 4 banks
                      // apart, so that the lanes splitting a product's sum do not collide
 
-__device__ __forceinline__ int st_acquire(const int* flag)
-{
-    int v;
-    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
-    return v;
-}
-
-__device__ __forceinline__ void st_wait(const int* flag, int at_least = 1)
-{
-    while (st_acquire(flag) < at_least) {}
-}
-
-__device__ __forceinline__ void st_publish(int* flag, int value = 1)
-{
-    // after a block barrier: the release orders the whole block's stores before the flag
-    // (the barrier orders them before this thread's, and a release is cumulative); a
-    // __threadfence before it added 0.37 us to a hand-off on an H100 (1.30 against 0.93)
-    asm volatile("st.release.gpu.global.s32 [%0], %1;" :: "l"(flag), "r"(value) : "memory");
-}
-
 __device__ int st_poll(const int* flags, const int* gflags, int from, int end)
 {
     // By one warp: the last J' < end such that blocks from .. J' have all published P_J
@@ -143,7 +123,7 @@ __device__ int st_poll(const int* flags, const int* gflags, int from, int end)
     // at once) catches up with one per 16 blocks.
     const int lane = threadIdx.x & 31, J = from + (lane & 15);
     const int* f = lane < 16 || J == 0 ? flags + J : gflags + J - 1;
-    const unsigned set = __ballot_sync(0xffffffff, J < end && st_acquire(f) >= 1);
+    const unsigned set = __ballot_sync(0xffffffff, J < end && flag_acquire(f) >= 1);
     const unsigned ok = set & (set >> 16);               // bit i: block from + i ready
     return from + __ffs(~ok) - 2;
 }
@@ -862,7 +842,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
             zt += zero;
         }
         __syncthreads();
-        if (tid == 0 && J > 0 && J % sb == 0) st_publish(zflags + C, J / sb);
+        if (tid == 0 && J > 0 && J % sb == 0) flag_release(zflags + C, J / sb);
         if (!have) st_fetch_vec<sizeof(T)>(pv, P + (long)J * ST_B * kp, ST_B * kp);
         st_stash_padded<sizeof(T)>(pT, pv, ST_B * kp, kp, kl);
         have = ahead && J + 1 <= ready && J + 3 < C;
@@ -882,7 +862,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     // taken as soon as it comes, so that what is left after P_{C-1} is one product
     st_product(yT, 1, kl, zT, kl, inv, ST_LD, ST_B, k, ST_B, tq, T(1), false);
     for (int J = max(0, C - 2); J < C; ++J) {
-        if (tid == 0) st_wait(flags + J);
+        if (tid == 0) flag_wait(flags + J);
         __syncthreads();
         st_copy_in(tile, P + (long)J * ST_B * kp, ST_B * kp, kp, kl);
         __syncthreads();
@@ -894,8 +874,8 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
         P[(long)c0 * kp + e] = yT[e / kp * kl + e % kp] * dsign[e / kp];
     __syncthreads();
     if (tid == 0) {
-        st_publish(flags + C);
-        if (C >= 3 && (C - 2) % sb == 0) st_publish(zflags + C, (C - 2) / sb);
+        flag_release(flags + C);
+        if (C >= 3 && (C - 2) % sb == 0) flag_release(zflags + C, (C - 2) / sb);
     }
     if (!finite || !finite_w) atomicOr(sync + 2, (finite ? 0 : 1) | (finite_w ? 0 : 2));
 
@@ -904,8 +884,8 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     st_product(Gs + (long)C * kp * kp, kp, 1, yT, kl, yT, kl, ST_B, kp, kp, tq, T(1), false);
     __syncthreads();
     if (tid == 0) {
-        st_publish(gflags + C);
-        for (int J = max(0, C - 3); J < C; ++J) st_wait(gflags + J);
+        flag_release(gflags + C);
+        for (int J = max(0, C - 3); J < C; ++J) flag_wait(gflags + J);
     }
     __syncthreads();
     for (int J = max(0, C - 3); J < C; ++J) st_gram_add(g, Gs + (long)J * kp * kp, kp);
@@ -924,7 +904,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
         __syncthreads();
         st_copy_out(z_at(sl), zT, ST_B * kp, kp, kl);
         __syncthreads();
-        if (tid == 0) st_publish(zflags + C, sl);
+        if (tid == 0) flag_release(zflags + C, sl);
     }
     __syncthreads();
     T* const S = inv;
@@ -947,7 +927,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
         // S is not positive definite: a block before this one broke down (and says where)
         if (tid == 0) {
             atomicMax(fail, n - c0);
-            st_publish(done + C);
+            flag_release(done + C);
         }
         return zt;
     }
@@ -1012,7 +992,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     if (j >= 0) {
         if (tid == 0) {
             if (j < h) atomicMax(fail, n - (c0 + j));
-            st_publish(done + C);
+            flag_release(done + C);
         }
         return zt;
     }
@@ -1048,7 +1028,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
         }
     }
     __syncthreads();
-    if (tid == 0) st_publish(done + C);
+    if (tid == 0) flag_release(done + C);
     return zt;
 }
 
@@ -1151,8 +1131,8 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
 
     if (follow) {
         if (tid == 0) {
-            if (seg > 0) st_wait(zflags + job.x, seg);
-            st_wait(done + r_begin / ST_B);
+            if (seg > 0) flag_wait(zflags + job.x, seg);
+            flag_wait(done + r_begin / ST_B);
         }
         __syncthreads();
     }
@@ -1173,7 +1153,7 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
     for (int r0 = r_begin; r0 < r_end; r0 += 32) {
         // (the next 32 rows are prefetched below: their block's F and P must be there)
         if (follow && tid == 0 && r0 + 32 < r_end && (r0 + 32) % ST_B == 0)
-            st_wait(done + (r0 + 32) / ST_B);
+            flag_wait(done + (r0 + 32) / ST_B);
         __syncthreads();
         st_stash<32>(B, rt);
         st_stash_padded<6 * sizeof(T) / 8>(Ft, fv, nf, 32, fld);
@@ -1315,7 +1295,7 @@ __device__ void st_back_solve(const T* __restrict__ R, long ldr, const T* __rest
         __syncthreads();                                // the tile and xin are free
         st_stash<64>(tile, nxt);
         if (J - 1 > I) st_fetch<64>(nxt, R, ldr, n, r0, (J - 1) * ST_B);
-        if (tid == 0) st_wait(flags + J);
+        if (tid == 0) flag_wait(flags + J);
         __syncthreads();
         if (tid < ST_B) xin[tid] = J * ST_B + tid < n ? __ldcg(x + J * ST_B + tid) : T(0);
         __syncthreads();
@@ -1327,7 +1307,7 @@ __device__ void st_back_solve(const T* __restrict__ R, long ldr, const T* __rest
     const T xi = st_row_dot(inv, xin);
     if ((tid & 3) == 0 && r < h) x[r0 + r] = xi;
     __syncthreads();
-    if (tid == 0) st_publish(flags + I);
+    if (tid == 0) flag_release(flags + I);
 }
 
 extern "C" {

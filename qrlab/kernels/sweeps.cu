@@ -84,9 +84,8 @@ __device__ void apply_sweeps(T* Q, long long q_vec, long long q_elem, int nq,
         const bool work = h > 0 && v0 + 32 > vlo && v0 < vhi;
         if (threadIdx.x == 0) {
             if (work && progress != nullptr)             // the group's waves are out
-                while (*(volatile const int*)progress < t1) __nanosleep(256);
-            while (*(volatile const int*)(done + tile) < g) __nanosleep(128);
-            __threadfence();
+                flag_wait(progress, t1, 256);
+            flag_wait(done + tile, g, 128);
         }
         __syncthreads();
         if (work) {
@@ -201,10 +200,9 @@ __device__ void apply_sweeps(T* Q, long long q_vec, long long q_elem, int nq,
             each([&](int e, int u, bool ok, long long at) {         // and back
                 if (ok) base[at] = X[e * APPLY_LD + u];
             });
-            __threadfence();                                      // before the count
         }
-        __syncthreads();
-        if (threadIdx.x == 0) atomicExch(done + tile, g + 1);
+        __syncthreads();                                          // the tile, then the count
+        if (threadIdx.x == 0) flag_release(done + tile, g + 1);
     }
 }
 
@@ -231,8 +229,5 @@ APPLY_KERNEL(double, apply_sweeps_f64_k4, 4)   // (float64 takes K <= 4: gpu.py)
 // its finished waves there), so that the kernels queued after this one may read them.
 extern "C" __global__ void wait_for_waves(const int* progress, int need)
 {
-    if (threadIdx.x == 0) {
-        while (*(volatile const int*)progress < need) __nanosleep(256);
-        __threadfence();
-    }
+    if (threadIdx.x == 0) flag_wait(progress, need, 256);
 }

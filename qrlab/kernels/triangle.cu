@@ -441,22 +441,7 @@ __device__ inline int tri_rows_padded(int k, int size)
     return (k + rpw - 1) / rpw * rpw;
 }
 
-__device__ __forceinline__ void tri_wait(const int* flag, int value)
-{
-    // (one thread) until *flag >= value, then a fence: what its writer wrote before it
-    // is visible to this block after the barrier that follows
-    const volatile int* f = flag;
-    while (*f < value) {}
-    __threadfence();
-}
 
-__device__ __forceinline__ void tri_publish(int* flag, int value)
-{
-    // (one thread, after a block barrier) the block's writes, then the flag: one fence
-    // covers them all
-    __threadfence();
-    atomicExch(flag, value);
-}
 
 template <typename T>
 __device__ __noinline__ void tri_factor(T* S, T* D, T* G, T* pd, T* cbuf, T* tau,
@@ -492,7 +477,7 @@ __device__ __noinline__ void tri_factor(T* S, T* D, T* G, T* pd, T* cbuf, T* tau
     if (tid == 0) {                           // the block's writes, then the flag
         if (stamp) stamp[3] = tri_now();
         if (first_fail != 0x7fffffff) atomicMin(fail, c0 + first_fail);
-        tri_publish(published, 1);
+        flag_release(published, 1);
         if (stamp) stamp[4] = tri_now();
         *done = 0;
     }
@@ -506,7 +491,7 @@ __device__ __noinline__ void tri_factor(T* S, T* D, T* G, T* pd, T* cbuf, T* tau
         if (c < wp) B[(long)r * ldb + c0 + c] = 0;
     }
     __syncthreads();
-    if (tid == 0 && hand) tri_publish(handed, hand);
+    if (tid == 0 && hand) flag_release(handed, hand);
 }
 
 template <typename T>
@@ -548,8 +533,8 @@ __device__ void triangle_update(T* R, long ldr, T* B, long ldb, int n, int ncols
                 const int panel = c * np + J;
                 long long* stamp = factor && trace ? trace + 8 * (c * np + t) : nullptr;
                 if (tid == 0 && c > 0) {      // the chunk before: panel t's block, rows J
-                    if (factor) tri_wait(handed + t * nt + t, c);
-                    if (apply) tri_wait(handed + J * nt + t, c);
+                    if (factor) flag_wait(handed + t * nt + t, c);
+                    if (apply) flag_wait(handed + J * nt + t, c);
                 }
                 __syncthreads();
                 if (stamp && tid == 0) stamp[0] = tri_now();
@@ -561,7 +546,7 @@ __device__ void triangle_update(T* R, long ldr, T* B, long ldb, int n, int ncols
                 }
                 tri_load(X, sr, R, ldr, Bc, ldb, ncols, kc, kcp, row0, wJ, t);
                 if (apply && panel != held) { // panel (c, J), published by another SM
-                    if (tid == 0) tri_wait(published + panel, 1);
+                    if (tid == 0) flag_wait(published + panel, 1);
                     __syncthreads();
                     tri_copy_in(Vb, work + panel * slot, (long)(kc + TRI_W) * TRI_W);
                     held = panel;
@@ -572,7 +557,7 @@ __device__ void triangle_update(T* R, long ldr, T* B, long ldb, int n, int ncols
                     tri_apply(Vb, Vb + kc * TRI_W, X, G, Z, sgn, R, ldr, Bc, ldb, ncols, kc,
                               row0, wJ, t, factor);
                     if (tid == 0 && c + 1 < nc)     // rows J of tile t, for the next chunk
-                        tri_publish(handed + J * nt + t, c + 1);
+                        flag_release(handed + J * nt + t, c + 1);
                 }
                 if (stamp && tid == 0) stamp[2] = tri_now();
                 if (factor)
