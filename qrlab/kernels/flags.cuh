@@ -9,7 +9,8 @@
 // on.  A __threadfence on either side instead (what the kernels did first) waits for
 // every outstanding store or load of the thread to reach the whole GPU: on an H100 it
 // added 0.37 us to a hand-off of the structured Cholesky update (1.30 against 0.93), and
-// the triangle update took 2 to 7 percent longer with it (000 Tables 6 and 8).
+// the triangle launch alone took 2 to 7 percent longer with it (the sizes of 000 Tables 8
+// and 9, both dtypes).
 
 __device__ __forceinline__ int flag_acquire(const int* flag)
 {

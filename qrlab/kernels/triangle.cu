@@ -449,8 +449,6 @@ __device__ inline int tri_rows_padded(int k, int size)
     return (k + rpw - 1) / rpw * rpw;
 }
 
-
-
 template <typename T>
 __device__ __noinline__ void tri_factor(T* S, T* D, T* G, T* pd, T* cbuf, T* tau,
                            T* R, long ldr, T* B, long ldb, int n, int ncols, int k,
