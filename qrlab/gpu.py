@@ -1073,7 +1073,10 @@ class GpuExecutor(Executor):
         # there, or at the carried columns (dense in every row) if they come first.  The
         # rotation kernel uses one SM per strip: when it is one launch, this runs beside
         # it on another stream, each group as soon as the last strip has published its
-        # waves, on the SMs it leaves free.
+        # waves, on the SMs it leaves free.  (Blocks of the apply may share the rotation
+        # kernel's SMs; keeping those for it alone, its shared memory padded so that no
+        # block of the apply fits beside it, changed the time by at most 1.5 percent at
+        # 000 Tables 2, 5, 10 and 11, both dtypes, interleaved in one process.)
         item = dt.itemsize
         tile_rows = max(1, int((hi_g - lo_g).max()))
         smem = _apply_smem(tile_rows, nwarp, k_sweeps, item)
