@@ -85,7 +85,7 @@
 // 2500 x 500 15 to 16, 3000 x 1500 25 and 7000 x 1500 30 to 31 (both dtypes).  X_B -=
 // V_B Z on the tensor cores in double (DMMA m8n8k4: Z's entries in registers, V_B's rows
 // by vector loads in a permuted order of the sum, B written back through X) did not pay:
-// from 0.7 percent faster to 3.6 percent slower at 2500 to 7000 x 256 to 1500, 3 to 12
+// from 0.7 percent faster to 3.6 percent slower at 2500 to 7000 x 256 to 1500, 1 to 12
 // percent slower with all 32 columns of Z in registers (the kernel's spills at 512
 // threads grew from 96 to 144 and 160 bytes a thread).
 // Launch with 512 threads, the dynamic shared memory of gpu._triangle_smem(kb), one
