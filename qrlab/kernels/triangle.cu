@@ -454,7 +454,7 @@ __device__ void tri_factor_columns(const T* S, T* D, T* Gt, T* pd, T* cbuf, T* t
 // worth (16 doubles) for large k (gpu._triangle_smem repeats this rule for its padding).
 // One warp for up to 64 rows in float (32 in double; column j read twice from its slot
 // instead of held in registers) spilled 300 to 400 bytes a thread at 512 threads: on an
-// H100 the launch took 1.1 to 1.7 times as long where a chunk had 33 to 64 rows (17 to
+// H100 the launch took 1.04 to 1.7 times as long where a chunk had 33 to 64 rows (17 to
 // 32 in double), against two warps and their barrier per column.
 __device__ inline int tri_rpw(int k, int size)
 {
