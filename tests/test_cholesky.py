@@ -402,6 +402,23 @@ class TestCuPy:
         assert cp.asnumpy(V_d).tobytes() == V.tobytes()
 
     @pytest.mark.parametrize("overwrite", [False, True])
+    @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+    def test_failing_downdate_of_rank_one(self, dtype, overwrite):
+        """A rank-1 downdate failing far down a large R (the structured path, whose loop and
+        hand-off are its own for k = 1) names its first failing column and leaves R as
+        it was."""
+        import cupy as cp
+
+        from qrlab.gpu import GpuExecutor
+        n, j = 1500, 900
+        assert GpuExecutor().structured_passes(dtype, n, 1) == 1
+        R, V = failing_problem(n, 1, j, dtype)
+        R_d = cp.asarray(R)
+        with pytest.raises(np.linalg.LinAlgError, match=rf"column {j} \(0-based\)"):
+            cholesky_downdate(R_d, cp.asarray(V), overwrite=overwrite)
+        assert cp.asnumpy(R_d).tobytes() == R.tobytes()
+
+    @pytest.mark.parametrize("overwrite", [False, True])
     @pytest.mark.parametrize("method", ["blocked", "blocked-householder", "rotations-B"])
     def test_failing_downdate(self, method, overwrite):
         import cupy as cp
@@ -528,7 +545,7 @@ class TestCuPy:
 
     @pytest.mark.parametrize("follow", [True, False])
     @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-    @pytest.mark.parametrize("n, k", [(130, 1), (700, 16), (2100, 64)])
+    @pytest.mark.parametrize("n, k", [(130, 1), (2100, 1), (700, 16), (2100, 64)])
     def test_structured_writes_every_value(self, n, k, dtype, follow, monkeypatch):
         """Into an array filled with nan, the structured kernels write every value: the
         factor above the diagonal and zeros below it (written by the solve's blocks when
@@ -545,7 +562,7 @@ class TestCuPy:
         check_factor(cp.asnumpy(out), A64, V, target, dtype)
 
     @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-    @pytest.mark.parametrize("n, k", [(65, 1), (700, 16), (1100, 64), (4100, 3)])
+    @pytest.mark.parametrize("n, k", [(65, 1), (3000, 1), (700, 16), (1100, 64), (4100, 3)])
     def test_structured_one_launch_is_two(self, n, k, dtype, monkeypatch):
         """The apply following the solve in one launch (a new array) gives, bit for bit,
         what the apply after the whole solve (in place) gives: the flags hand over every
@@ -628,21 +645,23 @@ class TestCuPy:
 
     @pytest.mark.parametrize("overwrite", [False, True])
     @pytest.mark.parametrize("where", ["R", "V", "zero"])
-    def test_structured_checks_inside_the_kernels(self, where, overwrite):
+    @pytest.mark.parametrize("k", [5, 1])
+    def test_structured_checks_inside_the_kernels(self, k, where, overwrite):
         """Non-finite values and a zero on the diagonal, found by the kernels themselves:
         the same errors as the other paths, R untouched; with check_finite=False a nan is
-        not silent."""
+        not silent.  (The nan in R lies in a tile that block 6 reads in its loop over
+        the blocks before it, which for k = 1 is a loop of its own.)"""
         import cupy as cp
-        n, k = 200, 5
+        n = 600
         R, V, _, _ = make_problem(n, k, np.float64, False, seed=4)
         if where == "R":
-            R[50, 120] = np.nan
+            R[50, 400] = np.nan
         elif where == "V":
-            V[199, 4] = np.inf
+            V[599, k - 1] = np.inf
         else:
-            R[130, 130] = 0
+            R[330, 330] = 0
         R_d, V_d = cp.asarray(R), cp.asarray(V)
-        exc, match = ((np.linalg.LinAlgError, "zero on its diagonal at index 130")
+        exc, match = ((np.linalg.LinAlgError, "zero on its diagonal at index 330")
                       if where == "zero" else (ValueError, f"{where} contains non-finite"))
         with pytest.raises(exc, match=match):
             cholesky_update(R_d, V_d, overwrite=overwrite)

@@ -97,13 +97,31 @@
 // 4 to 70 percent slower: each block must then take two P_J per step into z, and the
 // odd one twice the products, so the loop over J < C - 2, not the hand-over, bounds it.
 //
+// For k = 1 both the loop over J < C - 2 and the hand-off are lighter.  With every P_J and
+// G_J published before the solve started (a second run of the solve launch on the first
+// run's workspace, flags kept), the solve took nearly as long as with the chain: 191 against
+// 209 us at n = 5000 and 401 against 434 at n = 10000 in float, 276 against 297 and 620
+// against 633 in double (k = 1, H100): the blocks' own loop, about 2.3 us a step, bounded
+// it as much as the chain did, so a faster hand-off alone could not show (above).  So for
+// k = 1 the loop has no barrier per step (st_z_narrow: each thread's share of z in a
+// register, the shares summed only where a segment starts), and P_C reaches blocks C + 1
+// and C + 2 as tagged words (st_ll_put).  A/B in one process (H100, qrlab.cholesky_update
+// into a new array, median of 7 with L2 flushed; the same results to rounding), before ->
+// the loop alone -> both, in us:
+//     n          2000            5000            10000             20000
+//     float   164 152 149     352 332 324     564 576 562     1817 1859 1821
+//     double  215 196 199     400 366 335    1083 1045 987    3825 3497 3422
+// In float from n = 10000 on (two blocks per SM, the apply's beside the solve's) neither
+// helps; what bounds the chain there was not found.
+//
 // Layout: R (leading dimension ldr), out (ldo) and W = V^T (k x n; strides wq, wc).  R's
 // strict lower triangle is not read, and its rows may have either sign (see st_solve).
 // P, and each segment of Zs: npad x kp (npad = 64 nb, kp = k rounded up to 4), row i = p_i
 // (times the sign of R[i][i]).  F: per 32 rows, (32 + kp) x 32: F[j][r] = M_II[r][j]
 // (times the sign of row j) and F[32 + q][r] = Wm_I[r][q].  Gs: per block, kp x kp.
 // sync: ints, zero: [ticket, fail, non-finite, zero diagonal, then per block a flag for P,
-// one for G, the last segment whose z it wrote, and F written]; a breakdown in column j
+// one for G, the last segment whose z it wrote, and F written], then for k = 1 the tagged
+// words of P (per block 64 of 8 bytes in float, 16 in double); a breakdown in column j
 // leaves n - j in sync[1] (the largest kept, so the first column), a zero R[j][j] n - j
 // in sync[3], a value of R or W that is not finite bit 1 or 2 in sync[2].
 
@@ -709,6 +727,160 @@ __device__ __forceinline__ void st_gram_add(T g[16], const T* G, int kp)
     st_gram_add(g, v);
 }
 
+__device__ __forceinline__ void st_store_release(int* p, int v)
+{
+    // to the other warps of the block (shared memory, by its generic address)
+    asm volatile("st.release.cta.s32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
+}
+
+__device__ __forceinline__ int st_load_acquire(const int* p)
+{
+    int v;
+    asm volatile("ld.acquire.cta.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+// P_C for k = 1 handed to blocks C + 1 and C + 2 as tagged words (NCCL's LL protocol):
+// each value beside a tag in one store of 8 bytes (a float and the tag; a double as two
+// halves, each beside a tag, in one store of 16), so that the value comes with the news
+// that it is there: no flag, no release, and one round trip to L2 instead of two.  The
+// words start zeroed; the tag is 1.
+template <typename T>
+__device__ __forceinline__ void st_ll_put(unsigned* w, T v)
+{
+    if constexpr (sizeof(T) == 4) {
+        asm volatile("st.volatile.global.v2.u32 [%0], {%1, %2};"
+                     :: "l"(w), "r"(__float_as_uint(v)), "r"(1u) : "memory");
+    } else {
+        const unsigned long long b = __double_as_longlong(v);
+        asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};"
+                     :: "l"(w), "r"((unsigned)b), "r"(1u), "r"((unsigned)(b >> 32)), "r"(1u)
+                     : "memory");
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ T st_ll_wait(const unsigned* w)
+{
+    if constexpr (sizeof(T) == 4) {
+        unsigned d, f;
+        do {
+            asm volatile("ld.volatile.global.v2.u32 {%0, %1}, [%2];"
+                         : "=r"(d), "=r"(f) : "l"(w) : "memory");
+        } while (f != 1u);
+        return __uint_as_float(d);
+    } else {
+        unsigned lo, f1, hi, f2;
+        do {
+            asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                         : "=r"(lo), "=r"(f1), "=r"(hi), "=r"(f2) : "l"(w) : "memory");
+        } while (f1 != 1u || f2 != 1u);
+        return __longlong_as_double((long long)(((unsigned long long)hi << 32) | lo));
+    }
+}
+
+
+// (not inlined: inside st_solve its registers made the float update spill 250 bytes)
+template <typename T>
+__device__ __noinline__ int st_z_narrow(int C, const T* __restrict__ R, long ldr, int n,
+                                        const T* P, const T* Gs, const int* flags,
+                                        const int* gflags, int* zflags, int sb, T* zT, T* red,
+                                        T g[16], bool& finite, T* zout, long ldo, int h,
+                                        T* Zs, long npad)
+{
+    // st_solve's loop over J < C - 2 for k = 1 (kp = 4), z -= (D_J P_J)^T R_JC, with no
+    // barrier per step: each thread keeps its share of the sum in a register (its column
+    // of R's tile, rows tid / 64 + 4u, times the same rows of P_J, read from L2), and
+    // each warp looks at the flags itself.  The shares meet through shared memory (red)
+    // only where z is needed: at each segment's start (Zs) and at the end.  Returns how
+    // many tiles of zeros every warp has written (each writes its rows of a tile while
+    // it waits).
+    const int tid = threadIdx.x, c = tid & 63, rt = tid >> 6, warp = tid >> 5;
+    const int lane = tid & 31, c0 = C * ST_B;
+    __shared__ int zt_all, ready_all;
+    if (tid == 0) {
+        zt_all = C;
+        ready_all = -1;
+    }
+    __syncthreads();
+    T acc = 0, x[16], nxt[16], p[16], pn[16];
+    int ready = -1, zt = 0;
+    bool have = false;                                 // pn holds P_J
+    auto gather = [&]() {
+        // z minus the shares summed so far, into red (64 values; zT is not changed)
+        __syncthreads();
+        red[rt * ST_B + c] = acc;
+        __syncthreads();
+        if (tid < ST_B)
+            red[4 * ST_B + tid] = zT[tid * 4] - (red[tid] + red[ST_B + tid]
+                                                 + red[2 * ST_B + tid] + red[3 * ST_B + tid]);
+        __syncthreads();
+    };
+    if (C >= 3) st_fetch<64>(nxt, R, ldr, n, 0, c0);
+    for (int J = 0; J + 2 < C; ++J) {
+#pragma unroll
+        for (int u = 0; u < 16; ++u) x[u] = nxt[u];
+        finite &= st_finite<16>(x);
+        if (J + 3 < C) st_fetch<64>(nxt, R, ldr, n, (J + 1) * ST_B, c0);
+        if (J > 0 && J % sb == 0) {
+            // z at the start of segment J / sb, for the apply
+            gather();
+            T* const zs = Zs + (J / sb) * npad * 4 + (long)c0 * 4;
+            if (tid < ST_B) {
+                const T z4[4] = {red[4 * ST_B + tid], T(0), T(0), T(0)};
+                st4(zs + 4 * tid, z4);
+            }
+            __syncthreads();
+            if (tid == 0) flag_release(zflags + C, J / sb);
+        }
+        if (J > ready) {
+            // wait for the chain to reach J: warp 0 looks at the flags (and hands on what
+            // it finds through shared memory, release and acquire), the others write
+            // their rows of a tile of the block's zeros (in the new array) while the
+            // block is far from its own step
+            int r;
+            if (warp == 0) {
+                while ((r = st_poll(flags, gflags, J, C - 2)) < J)
+                    if (J + 4 < C) __nanosleep(256);
+                __syncwarp();                          // (orders the lanes' acquires
+                if (lane == 0) st_store_release(&ready_all, r);   //  before the release)
+            } else {
+                while ((r = st_load_acquire(&ready_all)) < J) {
+                    if (zout && J + 4 < C && zt < C) {
+                        for (int i = warp - 1; i < h; i += ST_NT / 32 - 1)
+                            for (int cc = ST_B * zt + lane; cc < ST_B * (zt + 1); cc += 32)
+                                __stcs(zout + (long)(c0 + i) * ldo + cc, T(0));
+                        ++zt;
+                    } else {
+                        __nanosleep(128);
+                    }
+                }
+            }
+            ready = r;
+            __syncwarp();
+        }
+        // P_J (from the step before where it was known ready then), and P_{J+1} ahead
+        // where it is known ready now
+#pragma unroll
+        for (int u = 0; u < 16; ++u)
+            p[u] = have ? pn[u] : __ldcg(P + ((long)J * ST_B + rt + 4 * u) * 4);
+        have = J + 1 <= ready && J + 3 < C;
+        if (have) {
+#pragma unroll
+            for (int u = 0; u < 16; ++u)
+                pn[u] = __ldcg(P + ((long)(J + 1) * ST_B + rt + 4 * u) * 4);
+        }
+        if (J >= 1) st_gram_add(g, Gs + (long)(J - 1) * 16, 4);
+#pragma unroll
+        for (int u = 0; u < 16; ++u) acc = fma(p[u], x[u], acc);
+    }
+    if (lane == 0 && warp > 0) atomicMin(&zt_all, zt);
+    gather();
+    if (tid < ST_B) zT[tid * 4] = red[4 * ST_B + tid];
+    __syncthreads();
+    return zt_all;
+}
+
 template <typename T>
 __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __restrict__ W,
                         long wq, long wc, int n, int k, T sgn, T* P, T* F, T* Zs, T* Gs,
@@ -784,6 +956,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     // step of the chain (gflags): each thread sums its share as they come
     T g[16] = {};
 
+    // (for k = 1, st_z_narrow above instead of this loop)
     // z -= (D_J P_J)^T R_JC for J < C - 2, the tiles of R one ahead in registers, G_{J-1}
     // read before the product and added after it, and in double P_{J+1} read ahead
     // where it is known ready.  This loop, not the hand-off, bounds the chain for k <= 16
@@ -817,8 +990,12 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     int4 pv[sizeof(T)];
     bool have = false;                                 // pv holds P_J
     int zt = 0;                                        // tiles of zeros written
-    if (C >= 3) st_fetch<64>(nxt, R, ldr, n, 0, c0);
-    for (int J = 0; J + 2 < C; ++J) {
+    const bool narrow = k == 1;
+    if (narrow)
+        zt = st_z_narrow(C, R, ldr, n, P, Gs, flags, gflags, zflags, sb, zT, tile, g, finite,
+                         zout, ldo, h, Zs, npad);
+    if (C >= 3 && !narrow) st_fetch<64>(nxt, R, ldr, n, 0, c0);
+    for (int J = 0; !narrow && J + 2 < C; ++J) {
         const bool wait = J > ready;   // (read before the barrier: written only after it)
         __syncthreads();
         st_stash<64>(tile, nxt);
@@ -861,15 +1038,24 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     // R+_CC^{-1}, Mx = R+_{C-1,C} R+_CC^{-1}), published as D_C P_C.  P_{C-2}'s term is
     // taken as soon as it comes, so that what is left after P_{C-1} is one product
     st_product(yT, 1, kl, zT, kl, inv, ST_LD, ST_B, k, ST_B, tq, T(1), false);
+    unsigned* const ll = reinterpret_cast<unsigned*>(sync + 4 + 4 * nb);
+    constexpr int llw = sizeof(T) / 2;                 // words of a tagged value
     for (int J = max(0, C - 2); J < C; ++J) {
-        if (tid == 0) flag_wait(flags + J);
-        __syncthreads();
-        st_copy_in(tile, P + (long)J * ST_B * kp, ST_B * kp, kp, kl);
+        if (narrow) {
+            __syncthreads();
+            if (tid < ST_B) tile[tid * kl] = st_ll_wait<T>(ll + (J * ST_B + tid) * llw);
+        } else {
+            if (tid == 0) flag_wait(flags + J);
+            __syncthreads();
+            st_copy_in(tile, P + (long)J * ST_B * kp, ST_B * kp, kp, kl);
+        }
         __syncthreads();
         st_product(yT, 1, kl, tile, kl, J == C - 1 ? Mx : M2, ST_LD, ST_B, k, ST_B, tq, T(-1),
                    true);
     }
     __syncthreads();
+    if (narrow && tid < ST_B)
+        st_ll_put(ll + (C * ST_B + tid) * llw, yT[tid * kl] * dsign[tid]);
     for (int e = tid; e < ST_B * kp; e += ST_NT)
         P[(long)c0 * kp + e] = yT[e / kp * kl + e % kp] * dsign[e / kp];
     __syncthreads();
