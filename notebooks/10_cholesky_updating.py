@@ -554,8 +554,8 @@ for n in sorted({r["n"] for r in rows}):
 # "per-panel launches"), and the array-operation panels ($b = 256$) up to $n = 5000$.
 #
 # Plainly: **the update beats cuSOLVER's refactorization for every $k \le 64$ at every
-# $n$ from 1000 up, in both precisions**. At $n \ge 5000$ it is 7.4 to 55 times faster
-# with $\tilde A$'s forming included and 7.1 to 54 times without; the thinnest margin is
+# $n$ from 1000 up, in both precisions**. At $n \ge 5000$ it is 7.4 to 54 times faster
+# with $\tilde A$'s forming included and 7.1 to 52 times without; the thinnest margin is
 # float32, $n = 5000$, $k = 64$. For $k = 256$ it wins from $n = 5000$ in both
 # precisions (1.7 to 5.2 times faster in float32, 2.3 to 3.8 in float64); at $n = 1000$
 # refactorizing is faster, at $n = 2000$ too in float64 (by about a tenth), and in
@@ -564,16 +564,23 @@ for n in sorted({r["n"] for r in rows}):
 # $k = 256$ are 1.1 to 1.9 times faster than the one launch of the chain, and bring the
 # update within 4 times of the floor at $n = 10000$ and 20000 in float64 (3.84 and 3.21;
 # the chain sat at 6.6 and 5.4) and to 4.16 at $n = 20000$ in float32 (the chain 6.0).
-# For $k \le 64$ the structured method is 3.2 to 7.5 times faster than the chain of
-# reflectors at $n \ge 5000$. At $k \le 64$ and $n \ge 5000$ it sits 2.4 to 8.9 times
+# For $k \le 64$ the structured method is 3.2 to 8.7 times faster than the chain of
+# reflectors at $n \ge 5000$. At $k \le 64$ and $n \ge 5000$ it sits 2.4 to 9.7 times
 # above the floor (the chain sat 7.7 to 56 times above): within 4 times at $n = 20000$ in
-# both precisions (float32 3.0 to 3.3, float64 2.4 to 3.5), at $n = 10000$ in float32 for
-# $k = 16$ and 64 (3.97 and 3.86; 4.07 for $k = 1$) and in float64 for $k = 16$ and 64 (4.08 for
-# $k = 1$), at $n = 5000$ in float64 for $k = 64$ (3.82), and furthest at $n = 5000$ in
-# float32 (8.5 to 8.9). Runs of the benchmark differ by a few percent (three runs of
-# $n = 10000$ on one H100 gave 4.07 to 4.38 for float32, $k = 1$, 3.97 to 4.06 for
-# $k = 16$ and 3.93 to 4.08 for float64, $k = 1$), so the cases near 4 land on either
-# side. For $k = 1$ each block's factor of $M$ has a closed form (method C1 within the
+# both precisions (float32 3.1 to 3.4, float64 2.4 to 3.5), at $n = 10000$ in float64 for
+# every $k$ (3.73, 3.79, 2.63) and in float32 for $k = 64$ (3.91; 4.06 and 4.20 for
+# $k = 1$ and 16), at $n = 5000$ in float64 for $k = 64$ (3.86), and furthest at
+# $n = 5000$ in float32 (8.5 to 9.7). Runs of the benchmark differ by a few percent on
+# one machine (three runs of $n = 10000$ on one H100 gave 4.07 to 4.38 for float32,
+# $k = 1$, 3.97 to 4.06 for $k = 16$ and 3.93 to 4.08 for float64, $k = 1$) and by up to
+# 15 percent between machines (this table's $k = 16$ and 64 rows, whose code did not
+# change, took 0.99 to 1.15 times as long as the run before, on another H100), so the
+# cases near 4 land on either side. For $k = 1$ the solve's blocks sum the terms of the
+# blocks before them with no barrier per block, and take the last two blocks' results as
+# tagged words (the value and the news that it is there in one store, so one round trip
+# to L2 instead of two): in one process, before against after, that took 6 to 10 percent
+# off the update in float32 up to $n = 10000$ and 10 to 15 in float64. For $k = 1$ each
+# block's factor of $M$ has a closed form (method C1 within the
 # block: a prefix sum of $x_i^2$ per row, no chain of 64 steps), which took 2 to 13
 # percent off the update. The products run on the tensor cores: in float64 as DMMA,
 # which took the update at $n = 20000$ from 4.8, 9.0 and 16 ms to 4.0, 5.5

@@ -197,16 +197,17 @@ def _structured_smem(item, kp):
 
 
 @functools.lru_cache(maxsize=None)
-def _structured_kernels(item):
+def _structured_kernels(item, rank_one=False):
     """``structured_solve``, ``structured_apply`` and ``structured_update`` (the two in
-    one launch) for values of ``item`` bytes, each allowed the shared memory of the
-    largest k (the limit belongs to the function, so one value serves every launch)."""
-    suffix = "f32" if item == 4 else "f64"
+    one launch) for values of ``item`` bytes, with ``rank_one`` the solve's kernels of
+    k = 1 (see the kernel file), each allowed the shared memory of the largest k (the
+    limit belongs to the function, so one value serves every launch)."""
+    dt, one = ("f32" if item == 4 else "f64"), ("1" if rank_one else "")
     solve, apply = _structured_smem(item, 64)
     fns = []
-    for name, smem in (("structured_solve_", solve), ("structured_apply_", apply),
-                       ("structured_update_", max(solve, apply))):
-        fn = kernels().get_function(name + suffix)
+    for name, smem in ((f"structured_solve{one}_{dt}", solve), (f"structured_apply_{dt}", apply),
+                       (f"structured_update{one}_{dt}", max(solve, apply))):
+        fn = kernels().get_function(name)
         fn.max_dynamic_shared_size_bytes = smem
         fns.append(fn)
     return fns
@@ -326,7 +327,7 @@ def _structured_plan(n, k, item, device, follow):
                                        (1 + nseg) * npad * kp + nf))
     sync_bytes = 4 * (4 + 4 * nb) + (nb * 64 * 2 * item if k == 1 else 0)
     words = values + -(-sync_bytes // item)
-    solve, apply, both = _structured_kernels(item)
+    solve, apply, both = _structured_kernels(item, k == 1)
     smem1, smem2 = _structured_smem(item, kp)
     table = _structured_table(n, device, follow)
     if follow:

@@ -105,14 +105,18 @@
 // it as much as the chain did, so a faster hand-off alone could not show (above).  So for
 // k = 1 the loop has no barrier per step (st_z_narrow: each thread's share of z in a
 // register, the shares summed only where a segment starts), and P_C reaches blocks C + 1
-// and C + 2 as tagged words (st_ll_put).  A/B in one process (H100, qrlab.cholesky_update
-// into a new array, median of 7 with L2 flushed; the same results to rounding), before ->
-// the loop alone -> both, in us:
-//     n          2000            5000            10000             20000
-//     float   164 152 149     352 332 324     564 576 562     1817 1859 1821
-//     double  215 196 199     400 366 335    1083 1045 987    3825 3497 3422
-// In float from n = 10000 on (two blocks per SM, the apply's beside the solve's) neither
-// helps; what bounds the chain there was not found.
+// and C + 2 as tagged words (st_ll_put), in kernels of their own (the names ending in
+// 1_f32, 1_f64).  A/B in one process against the kernels before (H100,
+// qrlab.cholesky_update, median of 7 with L2 flushed; the same results to rounding,
+// k = 16 and 64 within 2 percent), us, into a new array (in place):
+//     n               2000            5000            10000            20000
+//     float    154 -> 142      300 -> 271      571 -> 535     1845 -> 1855
+//             (164 -> 155)    (341 -> 313)    (817 -> 755)   (2265 -> 2233)
+//     double   227 -> 205      385 -> 326     1096 -> 985     3816 -> 3386
+//             (255 -> 228)    (515 -> 435)   (1359 -> 1158)  (4284 -> 3639)
+// Each change alone took less: the loop alone 6 to 8 percent in float up to n = 5000 (2
+// slower beyond) and 3 to 9 in double.  In float at n = 20000 (the solve's later blocks
+// wait for SMs) neither helps; what bounds the chain there was not found.
 //
 // Layout: R (leading dimension ldr), out (ldo) and W = V^T (k x n; strides wq, wc).  R's
 // strict lower triangle is not read, and its rows may have either sign (see st_solve).
@@ -780,21 +784,19 @@ __device__ __forceinline__ T st_ll_wait(const unsigned* w)
 }
 
 
-// (not inlined: inside st_solve its registers made the float update spill 250 bytes)
 template <typename T>
-__device__ __noinline__ int st_z_narrow(int C, const T* __restrict__ R, long ldr, int n,
-                                        const T* P, const T* Gs, const int* flags,
-                                        const int* gflags, int* zflags, int sb, T* zT, T* red,
-                                        T g[16], bool& finite, T* zout, long ldo, int h,
-                                        T* Zs, long npad)
+__device__ int st_z_narrow(int C, const T* __restrict__ R, long ldr, int n, const T* P,
+                           const int* flags, const int* gflags, int* zflags, int sb, T* zT,
+                           T* red, T* zout, long ldo, int h, T* Zs, long npad, bool& finite)
 {
     // st_solve's loop over J < C - 2 for k = 1 (kp = 4), z -= (D_J P_J)^T R_JC, with no
     // barrier per step: each thread keeps its share of the sum in a register (its column
     // of R's tile, rows tid / 64 + 4u, times the same rows of P_J, read from L2), and
     // each warp looks at the flags itself.  The shares meet through shared memory (red)
     // only where z is needed: at each segment's start (Zs) and at the end.  Returns how
-    // many tiles of zeros every warp has written (each writes its rows of a tile while
-    // it waits).
+    // many tiles of zeros every warp has written (each writes its rows of a tile while it
+    // waits); finite is cleared if a value of R it read is not.  (The G_J it waits for
+    // are summed after the block's step.)
     const int tid = threadIdx.x, c = tid & 63, rt = tid >> 6, warp = tid >> 5;
     const int lane = tid & 31, c0 = C * ST_B;
     __shared__ int zt_all, ready_all;
@@ -870,7 +872,6 @@ __device__ __noinline__ int st_z_narrow(int C, const T* __restrict__ R, long ldr
             for (int u = 0; u < 16; ++u)
                 pn[u] = __ldcg(P + ((long)(J + 1) * ST_B + rt + 4 * u) * 4);
         }
-        if (J >= 1) st_gram_add(g, Gs + (long)(J - 1) * 16, 4);
 #pragma unroll
         for (int u = 0; u < 16; ++u) acc = fma(p[u], x[u], acc);
     }
@@ -881,7 +882,7 @@ __device__ __noinline__ int st_z_narrow(int C, const T* __restrict__ R, long ldr
     return zt_all;
 }
 
-template <typename T>
+template <typename T, bool NARROW>
 __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __restrict__ W,
                         long wq, long wc, int n, int k, T sgn, T* P, T* F, T* Zs, T* Gs,
                         int sb, int* sync, T* zout = nullptr, long ldo = 0)
@@ -990,10 +991,10 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     int4 pv[sizeof(T)];
     bool have = false;                                 // pv holds P_J
     int zt = 0;                                        // tiles of zeros written
-    const bool narrow = k == 1;
+    constexpr bool narrow = NARROW;                    // k = 1 (the kernels named ..1_)
     if (narrow)
-        zt = st_z_narrow(C, R, ldr, n, P, Gs, flags, gflags, zflags, sb, zT, tile, g, finite,
-                         zout, ldo, h, Zs, npad);
+        zt = st_z_narrow(C, R, ldr, n, P, flags, gflags, zflags, sb, zT, tile, zout, ldo, h,
+                         Zs, npad, finite);
     if (C >= 3 && !narrow) st_fetch<64>(nxt, R, ldr, n, 0, c0);
     for (int J = 0; !narrow && J + 2 < C; ++J) {
         const bool wait = J > ready;   // (read before the barrier: written only after it)
@@ -1074,7 +1075,8 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
         for (int J = max(0, C - 3); J < C; ++J) flag_wait(gflags + J);
     }
     __syncthreads();
-    for (int J = max(0, C - 3); J < C; ++J) st_gram_add(g, Gs + (long)J * kp * kp, kp);
+    for (int J = narrow ? 0 : max(0, C - 3); J < C; ++J)
+        st_gram_add(g, Gs + (long)J * kp * kp, kp);
     // a segment that starts at C - 1 or C: the terms of the blocks of the chain before it
     // (P_J through Mx, as it is free now)
     const int sl = C / sb;
@@ -1367,7 +1369,7 @@ __device__ __forceinline__ int st_ticket(int* sync)
     return ticket;
 }
 
-template <typename T>
+template <typename T, bool NARROW>
 __device__ void st_update(const T* R, long ldr, T* out, long ldo, const T* W, long wq, long wc,
                           int n, int k, T sgn, T* P, T* F, T* Zs, T* Gs, int sb,
                           const int4* table, int* sync)
@@ -1378,21 +1380,38 @@ __device__ void st_update(const T* R, long ldr, T* out, long ldo, const T* W, lo
     if (t < nb) {
         // a block of the solve writes the zeros left of its diagonal block (the apply's
         // table has none), those it did not write while waiting once it is done
-        const int zt = st_solve(t, R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb, sync,
-                                out, ldo);
+        const int zt = st_solve<T, NARROW>(t, R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb,
+                                           sync, out, ldo);
         st_zero(out, ldo, t * ST_B, min(ST_B, n - t * ST_B), zt * ST_B, t * ST_B);
     } else st_apply(table[t - nb], true, R, ldr, out, ldo, W, wq, wc, n, k, P, F, Zs, 0, sync);
 }
 
+// The solve, and the solve and apply in one launch, for k = 1 (names ending in 1_f32,
+// 1_f64) and for other k, as separate kernels: in one body the loop and hand-off of k = 1
+// (st_z_narrow, st_ll_*) took registers from the rest and made the float update of k = 16
+// and 64 1 to 7 percent slower (H100).  In float, two blocks per SM (left alone, ptxas gave
+// the solve of k = 1 208 registers, the one launch 155).
+#define ST_KERNELS(NAME, T, NARROW, BOUND)                                                    \
+    __global__ void __launch_bounds__(ST_NT, BOUND) structured_solve##NAME(                 \
+        const T* R, long ldr, const T* W, long wq, long wc, int n, int k, T sgn, T* P,     \
+        T* F, T* Zs, T* Gs, int sb, int* sync)                                             \
+    {                                                                                      \
+        st_solve<T, NARROW>(st_ticket(sync), R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, Gs,   \
+                            sb, sync);                                                     \
+    }                                                                                      \
+    __global__ void __launch_bounds__(ST_NT, BOUND) structured_update##NAME(                \
+        const T* R, long ldr, T* out, long ldo, const T* W, long wq, long wc, int n, int k, \
+        T sgn, T* P, T* F, T* Zs, T* Gs, int sb, const int4* table, int* sync)             \
+    {                                                                                      \
+        st_update<T, NARROW>(R, ldr, out, ldo, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb,     \
+                             table, sync);                                                 \
+    }
+
 extern "C" {
-__global__ void __launch_bounds__(ST_NT) structured_solve_f32(
-    const float* R, long ldr, const float* W, long wq, long wc, int n, int k, float sgn,
-    float* P, float* F, float* Zs, float* Gs, int sb, int* sync)
-{ st_solve(st_ticket(sync), R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb, sync); }
-__global__ void __launch_bounds__(ST_NT) structured_solve_f64(
-    const double* R, long ldr, const double* W, long wq, long wc, int n, int k, double sgn,
-    double* P, double* F, double* Zs, double* Gs, int sb, int* sync)
-{ st_solve(st_ticket(sync), R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb, sync); }
+ST_KERNELS(_f32, float, false, 2)
+ST_KERNELS(1_f32, float, true, 2)
+ST_KERNELS(_f64, double, false, 1)
+ST_KERNELS(1_f64, double, true, 1)
 __global__ void __launch_bounds__(ST_NT) structured_apply_f32(
     const float* R, long ldr, float* out, long ldo, const float* W, long wq, long wc, int n,
     int k, const float* P, const float* F, const float* Zs, const int4* table, int check,
@@ -1410,17 +1429,6 @@ __global__ void __launch_bounds__(ST_NT, 2) structured_apply_f64(
     st_apply(table[blockIdx.x], false, R, ldr, out, ldo, W, wq, wc, n, k, P, F, Zs, check,
              sync);
 }
-// (two blocks per SM: left alone, ptxas gives this one 155 registers, one block per SM)
-__global__ void __launch_bounds__(ST_NT, 2) structured_update_f32(
-    const float* R, long ldr, float* out, long ldo, const float* W, long wq, long wc, int n,
-    int k, float sgn, float* P, float* F, float* Zs, float* Gs, int sb, const int4* table,
-    int* sync)
-{ st_update(R, ldr, out, ldo, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb, table, sync); }
-__global__ void __launch_bounds__(ST_NT) structured_update_f64(
-    const double* R, long ldr, double* out, long ldo, const double* W, long wq, long wc, int n,
-    int k, double sgn, double* P, double* F, double* Zs, double* Gs, int sb, const int4* table,
-    int* sync)
-{ st_update(R, ldr, out, ldo, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb, table, sync); }
 }
 
 // Back substitution R x = y for one right-hand side (R upper triangular, n x n, rows
