@@ -783,7 +783,6 @@ __device__ __forceinline__ T st_ll_wait(const unsigned* w)
     }
 }
 
-
 template <typename T>
 __device__ int st_z_narrow(int C, const T* __restrict__ R, long ldr, int n, const T* P,
                            const int* flags, const int* gflags, int* zflags, int sb, T* zT,
@@ -792,7 +791,7 @@ __device__ int st_z_narrow(int C, const T* __restrict__ R, long ldr, int n, cons
     // st_solve's loop over J < C - 2 for k = 1 (kp = 4), z -= (D_J P_J)^T R_JC, with no
     // barrier per step: each thread keeps its share of the sum in a register (its column
     // of R's tile, rows tid / 64 + 4u, times the same rows of P_J, read from L2), and
-    // each warp looks at the flags itself.  The shares meet through shared memory (red)
+    // warp 0 looks at the flags for all.  The shares meet through shared memory (red)
     // only where z is needed: at each segment's start (Zs) and at the end.  Returns how
     // many tiles of zeros every warp has written (each writes its rows of a tile while it
     // waits); finite is cleared if a value of R it read is not.  (The G_J it waits for
