@@ -108,7 +108,7 @@
 // and C + 2 as tagged words (st_ll_put), in kernels of their own (the names ending in
 // 1_f32, 1_f64).  A/B in one process against the kernels before (H100,
 // qrlab.cholesky_update, median of 7 with L2 flushed; the same results to rounding,
-// k = 16 and 64 within 2 percent), us, into a new array (in place):
+// k = 16 and 64 within 3 percent), us, into a new array (in place):
 //     n               2000            5000            10000            20000
 //     float    154 -> 142      300 -> 271      571 -> 535     1845 -> 1855
 //             (164 -> 155)    (341 -> 313)    (817 -> 755)   (2265 -> 2233)
