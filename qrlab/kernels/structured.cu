@@ -848,9 +848,8 @@ __device__ int st_z_narrow(int C, const T* __restrict__ R, long ldr, int n, cons
             } else {
                 while ((r = st_load_acquire(&ready_all)) < J) {
                     if (zout && J + 4 < C && zt < C) {
-                        for (int i = warp - 1; i < h; i += ST_NT / 32 - 1)
-                            for (int cc = ST_B * zt + lane; cc < ST_B * (zt + 1); cc += 32)
-                                __stcs(zout + (long)(c0 + i) * ldo + cc, T(0));
+                        // (called by one warp, st_zero writes that warp's rows)
+                        st_zero(zout, ldo, c0, h, ST_B * zt, ST_B * (zt + 1), 1);
                         ++zt;
                     } else {
                         __nanosleep(128);
