@@ -117,6 +117,17 @@
 // Each change alone took less: the loop alone 6 to 8 percent in float up to n = 5000 (2
 // slower beyond) and 3 to 9 in double.  In float at n = 20000 (the solve's later blocks
 // wait for SMs) neither helps; what bounds the chain there was not found.
+// After that, a step of the k = 1 chain took about 2 us at n = 10000 in float (median;
+// a globaltimer stamp at each part of it): about 1.3 us from block C - 1's tagged words
+// going to block C having them, and 0.8 for block C's barriers, its product through
+// shared memory and the product's reduction.  st_chain_narrow makes that last part in
+// registers and shuffles, with no barrier: A/B in one process (as above), float 8
+// percent faster at n = 2000 and 5000, 5 at 10000 and 2 at 20000; double 4 percent up to
+// n = 5000, unchanged beyond.  The same timestamps showed block C's loop over J < C - 2
+// ending about 3.6 us after block C - 3's step, after block C - 2's in nine cases of
+// ten; but M2's product leaves a step of slack, so that lateness costs the chain little:
+// taking P_{C-3} from its tagged words too (no look at its flag, no load of P) left the
+// update within 2 percent at n >= 5000.
 //
 // Layout: R (leading dimension ldr), out (ldo) and W = V^T (k x n; strides wq, wc).  R's
 // strict lower triangle is not read, and its rows may have either sign (see st_solve).
@@ -763,23 +774,94 @@ __device__ __forceinline__ void st_ll_put(unsigned* w, T v)
     }
 }
 
-template <typename T>
-__device__ __forceinline__ T st_ll_wait(const unsigned* w)
+template <int N, typename T>
+__device__ __forceinline__ void st_ll_wait_rows(T v[N], const unsigned* w, long step)
 {
-    if constexpr (sizeof(T) == 4) {
-        unsigned d, f;
-        do {
-            asm volatile("ld.volatile.global.v2.u32 {%0, %1}, [%2];"
-                         : "=r"(d), "=r"(f) : "l"(w) : "memory");
-        } while (f != 1u);
-        return __uint_as_float(d);
-    } else {
-        unsigned lo, f1, hi, f2;
-        do {
-            asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-                         : "=r"(lo), "=r"(f1), "=r"(hi), "=r"(f2) : "l"(w) : "memory");
-        } while (f1 != 1u || f2 != 1u);
-        return __longlong_as_double((long long)(((unsigned long long)hi << 32) | lo));
+    // v[u] = the tagged value at w + u * step, u < N: every load issued before any is
+    // looked at (one round trip to L2, not N), again until all carry the tag
+    constexpr int llw = sizeof(T) / 2;
+    bool all;
+    do {
+        unsigned d[N][llw];
+#pragma unroll
+        for (int u = 0; u < N; ++u) {
+            if constexpr (sizeof(T) == 4)
+                asm volatile("ld.volatile.global.v2.u32 {%0, %1}, [%2];"
+                             : "=r"(d[u][0]), "=r"(d[u][1]) : "l"(w + u * step) : "memory");
+            else
+                asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                             : "=r"(d[u][0]), "=r"(d[u][1]), "=r"(d[u][2]), "=r"(d[u][3])
+                             : "l"(w + u * step) : "memory");
+        }
+        all = true;
+#pragma unroll
+        for (int u = 0; u < N; ++u) {
+            if constexpr (sizeof(T) == 4) {
+                all &= d[u][1] == 1u;
+                v[u] = __uint_as_float(d[u][0]);
+            } else {
+                all &= d[u][1] == 1u && d[u][3] == 1u;
+                v[u] = __longlong_as_double(
+                    (long long)(((unsigned long long)d[u][2] << 32) | d[u][0]));
+            }
+        }
+    } while (!all);
+}
+
+template <typename T>
+__device__ __forceinline__ void st_chain_narrow(int C, T* yT, int kl, const T* M2, const T* Mx,
+                                                const T* dsign, unsigned* ll)
+{
+    // The chain's step for k = 1, P_C = y - P_{C-2}^T M2 - P_{C-1}^T Mx (y in yT, where P_C
+    // replaces it), with no barrier between P_{C-1}'s coming and D_C P_C's going: warp w
+    // makes columns 8w .. 8w + 8, lane l from rows 2l and 2l + 1, with its share of M2 and
+    // Mx in registers and those two rows of P_J read by the lane itself from the tagged
+    // words.  The lanes' sums meet by shuffles (each round halving the columns a lane
+    // holds), and lane 4c hands column 8w + c on as soon as it has it.  This left the
+    // block barriers, the shared memory and the product's reduction (about 0.8 us on an
+    // H100, by timestamps) off the chain's step.  No barrier at the end.
+    constexpr int llw = sizeof(T) / 2;
+    const int lane = threadIdx.x & 31, c = 8 * (threadIdx.x >> 5);
+    T m[2][2][8];                                      // [M2, Mx][row 2l + e][column c + j]
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            m[0][e][j] = M2[(2 * lane + e) * ST_LD + c + j];
+            m[1][e][j] = Mx[(2 * lane + e) * ST_LD + c + j];
+        }
+    }
+    T acc[8] = {};
+#pragma unroll
+    for (int s = 0; s < 2; ++s) {
+        const int J = C - 2 + s;
+        if (J < 0) continue;
+        T p[2];
+        st_ll_wait_rows<2>(p, ll + ((long)J * ST_B + 2 * lane) * llw, llw);
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+#pragma unroll
+            for (int j = 0; j < 8; ++j) acc[j] = fma(p[e], m[s][e][j], acc[j]);
+        }
+    }
+    // 8 columns over 32 lanes: lanes o apart swap halves (o = 16, 8, 4), then sum in pairs
+#pragma unroll
+    for (int h = 4, o = 16; h >= 1; h /= 2, o /= 2) {
+        const bool upper = lane & o;
+#pragma unroll
+        for (int j = 0; j < h; ++j) {
+            const T give = upper ? acc[j] : acc[j + h];
+            acc[j] = (upper ? acc[j + h] : acc[j]) + __shfl_xor_sync(0xffffffff, give, o);
+        }
+    }
+    acc[0] += __shfl_xor_sync(0xffffffff, acc[0], 2);
+    acc[0] += __shfl_xor_sync(0xffffffff, acc[0], 1);
+    // lane's column: bit 4 of the lane chose the upper 4, bit 3 the upper 2, bit 2 the upper 1
+    const int col = c + ((lane >> 4) & 1) * 4 + ((lane >> 3) & 1) * 2 + ((lane >> 2) & 1);
+    if ((lane & 3) == 0) {
+        const T v = yT[col * kl] - acc[0];
+        st_ll_put(ll + ((long)C * ST_B + col) * llw, v * dsign[col]);
+        yT[col * kl] = v;
     }
 }
 
@@ -1038,23 +1120,19 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     // taken as soon as it comes, so that what is left after P_{C-1} is one product
     st_product(yT, 1, kl, zT, kl, inv, ST_LD, ST_B, k, ST_B, tq, T(1), false);
     unsigned* const ll = reinterpret_cast<unsigned*>(sync + 4 + 4 * nb);
-    constexpr int llw = sizeof(T) / 2;                 // words of a tagged value
-    for (int J = max(0, C - 2); J < C; ++J) {
-        if (narrow) {
-            __syncthreads();
-            if (tid < ST_B) tile[tid * kl] = st_ll_wait<T>(ll + (J * ST_B + tid) * llw);
-        } else {
-            if (tid == 0) flag_wait(flags + J);
-            __syncthreads();
-            st_copy_in(tile, P + (long)J * ST_B * kp, ST_B * kp, kp, kl);
-        }
+    if (narrow) {
+        __syncthreads();
+        st_chain_narrow(C, yT, kl, M2, Mx, dsign, ll);
+    }
+    for (int J = max(0, C - 2); !narrow && J < C; ++J) {
+        if (tid == 0) flag_wait(flags + J);
+        __syncthreads();
+        st_copy_in(tile, P + (long)J * ST_B * kp, ST_B * kp, kp, kl);
         __syncthreads();
         st_product(yT, 1, kl, tile, kl, J == C - 1 ? Mx : M2, ST_LD, ST_B, k, ST_B, tq, T(-1),
                    true);
     }
     __syncthreads();
-    if (narrow && tid < ST_B)
-        st_ll_put(ll + (C * ST_B + tid) * llw, yT[tid * kl] * dsign[tid]);
     for (int e = tid; e < ST_B * kp; e += ST_NT)
         P[(long)c0 * kp + e] = yT[e / kp * kl + e % kp] * dsign[e / kp];
     __syncthreads();
