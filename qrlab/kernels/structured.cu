@@ -125,10 +125,12 @@
 // percent faster at n = 2000 and 5000, 5 at 10000 and 2 at 20000; double 4 percent up to
 // n = 5000, unchanged beyond.  The same timestamps showed block C's loop over J < C - 2
 // ending about 3.6 us after block C - 3's step, after block C - 2's in nine cases of
-// ten; but M2's product leaves a step of slack, so that lateness costs the chain little:
-// taking P_{C-3} from its tagged words too (no look at its flag, no load of P) left the
-// update within 2 percent at n >= 5000.
-//
+// ten, and y = z R+_CC^{-1} made 0.8 us after that.  So st_chain_narrow now makes y too
+// (R+_CC^{-1} in registers like M2 and Mx), and the loop takes P_{C-3} from its tagged
+// words (no look at its flag, no load of P): A/B against the step alone, float 8 to 9
+// percent faster up to n = 10000 and 3 at 20000, double 11 percent at n = 5000 (new
+// array; 3 in place) and within 3 percent elsewhere.  (P_{C-3} from the tagged words
+// alone, before, left the update within 2 percent at n >= 5000.)
 // Layout: R (leading dimension ldr), out (ldo) and W = V^T (k x n; strides wq, wc).  R's
 // strict lower triangle is not read, and its rows may have either sign (see st_solve).
 // P, and each segment of Zs: npad x kp (npad = 64 nb, kp = k rounded up to 4), row i = p_i
@@ -809,35 +811,44 @@ __device__ __forceinline__ void st_ll_wait_rows(T v[N], const unsigned* w, long 
 }
 
 template <typename T>
-__device__ __forceinline__ void st_chain_narrow(int C, T* yT, int kl, const T* M2, const T* Mx,
-                                                const T* dsign, unsigned* ll)
+__device__ __forceinline__ void st_chain_narrow(int C, const T* zT, T* yT, int kl, const T* inv,
+                                                const T* M2, const T* Mx, const T* dsign,
+                                                unsigned* ll)
 {
-    // The chain's step for k = 1, P_C = y - P_{C-2}^T M2 - P_{C-1}^T Mx (y in yT, where P_C
-    // replaces it), with no barrier between P_{C-1}'s coming and D_C P_C's going: warp w
-    // makes columns 8w .. 8w + 8, lane l from rows 2l and 2l + 1, with its share of M2 and
-    // Mx in registers and those two rows of P_J read by the lane itself from the tagged
-    // words.  The lanes' sums meet by shuffles (each round halving the columns a lane
-    // holds), and lane 4c hands column 8w + c on as soon as it has it.  This left the
-    // block barriers, the shared memory and the product's reduction (about 0.8 us on an
-    // H100, by timestamps) off the chain's step.  No barrier at the end.
+    // The chain's step for k = 1, P_C = z R+_CC^{-1} - P_{C-2}^T M2 - P_{C-1}^T Mx (z in zT;
+    // P_C goes to yT), with no barrier from z's being ready to D_C P_C's going: warp w
+    // makes columns 8w .. 8w + 8, lane l from rows 2l and 2l + 1, with its share of
+    // R+_CC^{-1}, M2 and Mx in registers and those two rows of P_J read by the lane itself
+    // from the tagged words.  The lanes' sums meet by shuffles (each round halving the
+    // columns a lane holds), and lane 4c hands column 8w + c on as soon as it has it.
+    // Needs a barrier after zT's writing; none at the end.
     constexpr int llw = sizeof(T) / 2;
     const int lane = threadIdx.x & 31, c = 8 * (threadIdx.x >> 5);
-    T m[2][2][8];                                      // [M2, Mx][row 2l + e][column c + j]
+    T m[3][2][8];                             // [R_CC^-1, M2, Mx][row 2l + e][column c + j]
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
-            m[0][e][j] = M2[(2 * lane + e) * ST_LD + c + j];
-            m[1][e][j] = Mx[(2 * lane + e) * ST_LD + c + j];
+            m[0][e][j] = inv[(2 * lane + e) * ST_LD + c + j];
+            m[1][e][j] = M2[(2 * lane + e) * ST_LD + c + j];
+            m[2][e][j] = Mx[(2 * lane + e) * ST_LD + c + j];
         }
     }
     T acc[8] = {};
 #pragma unroll
-    for (int s = 0; s < 2; ++s) {
-        const int J = C - 2 + s;
-        if (J < 0) continue;
+    for (int s = 0; s < 3; ++s) {
+        const int J = C - 3 + s;                       // (s > 0: P_{C-2}, P_{C-1})
         T p[2];
-        st_ll_wait_rows<2>(p, ll + ((long)J * ST_B + 2 * lane) * llw, llw);
+        if (s == 0) {
+            p[0] = zT[2 * lane * kl];
+            p[1] = zT[(2 * lane + 1) * kl];
+        } else if (J >= 0) {
+            st_ll_wait_rows<2>(p, ll + ((long)J * ST_B + 2 * lane) * llw, llw);
+            p[0] = -p[0];
+            p[1] = -p[1];
+        } else {
+            continue;
+        }
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
 #pragma unroll
@@ -859,9 +870,8 @@ __device__ __forceinline__ void st_chain_narrow(int C, T* yT, int kl, const T* M
     // lane's column: bit 4 of the lane chose the upper 4, bit 3 the upper 2, bit 2 the upper 1
     const int col = c + ((lane >> 4) & 1) * 4 + ((lane >> 3) & 1) * 2 + ((lane >> 2) & 1);
     if ((lane & 3) == 0) {
-        const T v = yT[col * kl] - acc[0];
-        st_ll_put(ll + ((long)C * ST_B + col) * llw, v * dsign[col]);
-        yT[col * kl] = v;
+        st_ll_put(ll + ((long)C * ST_B + col) * llw, acc[0] * dsign[col]);
+        yT[col * kl] = acc[0];
     }
 }
 
@@ -880,6 +890,8 @@ __device__ int st_z_narrow(int C, const T* __restrict__ R, long ldr, int n, cons
     // are summed after the block's step.)
     const int tid = threadIdx.x, c = tid & 63, rt = tid >> 6, warp = tid >> 5;
     const int lane = tid & 31, c0 = C * ST_B;
+    constexpr int llw = sizeof(T) / 2;                 // words of a tagged value
+    const unsigned* const ll = reinterpret_cast<const unsigned*>(flags + 4 * ((n + 63) / 64));
     __shared__ int zt_all, ready_all;
     if (tid == 0) {
         zt_all = C;
@@ -916,7 +928,11 @@ __device__ int st_z_narrow(int C, const T* __restrict__ R, long ldr, int n, cons
             __syncthreads();
             if (tid == 0) flag_release(zflags + C, J / sb);
         }
-        if (J > ready) {
+        // P_{C-3} comes as tagged words (as P_{C-2} and P_{C-1} do to st_chain_narrow),
+        // not through its flag: its flag, the look at it and P's load made the loop end
+        // about 3.6 us after block C - 3's step, later than block C - 2's
+        const bool tagged = J + 3 == C;
+        if (J > ready && !tagged) {
             // wait for the chain to reach J: warp 0 looks at the flags (and hands on what
             // it finds through shared memory, release and acquire), the others write
             // their rows of a tile of the block's zeros (in the new array) while the
@@ -943,9 +959,13 @@ __device__ int st_z_narrow(int C, const T* __restrict__ R, long ldr, int n, cons
         }
         // P_J (from the step before where it was known ready then), and P_{J+1} ahead
         // where it is known ready now
+        if (tagged && !have) {
+            st_ll_wait_rows<16>(p, ll + ((long)J * ST_B + rt) * llw, 4 * llw);
+        } else {
 #pragma unroll
-        for (int u = 0; u < 16; ++u)
-            p[u] = have ? pn[u] : __ldcg(P + ((long)J * ST_B + rt + 4 * u) * 4);
+            for (int u = 0; u < 16; ++u)
+                p[u] = have ? pn[u] : __ldcg(P + ((long)J * ST_B + rt + 4 * u) * 4);
+        }
         have = J + 1 <= ready && J + 3 < C;
         if (have) {
 #pragma unroll
@@ -1118,12 +1138,11 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     // the chain: P_C = z R+_CC^{-1} - P_{C-2}^T M2 - P_{C-1}^T Mx (M2 = R+_{C-2,C}
     // R+_CC^{-1}, Mx = R+_{C-1,C} R+_CC^{-1}), published as D_C P_C.  P_{C-2}'s term is
     // taken as soon as it comes, so that what is left after P_{C-1} is one product
-    st_product(yT, 1, kl, zT, kl, inv, ST_LD, ST_B, k, ST_B, tq, T(1), false);
     unsigned* const ll = reinterpret_cast<unsigned*>(sync + 4 + 4 * nb);
-    if (narrow) {
-        __syncthreads();
-        st_chain_narrow(C, yT, kl, M2, Mx, dsign, ll);
-    }
+    if (narrow)
+        st_chain_narrow(C, zT, yT, kl, inv, M2, Mx, dsign, ll);
+    else
+        st_product(yT, 1, kl, zT, kl, inv, ST_LD, ST_B, k, ST_B, tq, T(1), false);
     for (int J = max(0, C - 2); !narrow && J < C; ++J) {
         if (tid == 0) flag_wait(flags + J);
         __syncthreads();
@@ -1148,7 +1167,8 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     __syncthreads();
     if (tid == 0) {
         flag_release(gflags + C);
-        for (int J = max(0, C - 3); J < C; ++J) flag_wait(gflags + J);
+        // (for k = 1 also G_{C-4}: st_z_narrow took P_{C-3} with no look at the flags)
+        for (int J = max(0, C - (narrow ? 4 : 3)); J < C; ++J) flag_wait(gflags + J);
     }
     __syncthreads();
     for (int J = narrow ? 0 : max(0, C - 3); J < C; ++J)
