@@ -146,6 +146,8 @@
 #define ST_B 64      // rows and columns of a block of the solve
 #define ST_LD 68     // leading dimension of 64-column tiles in shared memory: rows 4 banks
                      // apart, so that the lanes splitting a product's sum do not collide
+#define ST_LL_LOOP 5 // k = 1: the loop over J < C - 2 takes P_J from the tagged words
+                     // for J >= C - ST_LL_LOOP (st_z_narrow)
 
 __device__ int st_poll(const int* flags, const int* gflags, int from, int end)
 {
@@ -928,10 +930,11 @@ __device__ int st_z_narrow(int C, const T* __restrict__ R, long ldr, int n, cons
             __syncthreads();
             if (tid == 0) flag_release(zflags + C, J / sb);
         }
-        // P_{C-3} comes as tagged words (as P_{C-2} and P_{C-1} do to st_chain_narrow),
-        // not through its flag: its flag, the look at it and P's load made the loop end
-        // about 3.6 us after block C - 3's step, later than block C - 2's
-        const bool tagged = J + 3 == C;
+        // P_{C-5} .. P_{C-3} come as tagged words (as P_{C-2} and P_{C-1} do to
+        // st_chain_narrow), not through their flags: a flag, the look at it and P's load
+        // made the loop end about 3.6 us after block C - 3's step, later than block
+        // C - 2's
+        const bool tagged = J + ST_LL_LOOP >= C;
         if (J > ready && !tagged) {
             // wait for the chain to reach J: warp 0 looks at the flags (and hands on what
             // it finds through shared memory, release and acquire), the others write
@@ -1167,9 +1170,11 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     __syncthreads();
     if (tid == 0) {
         flag_release(gflags + C);
-        // (for k = 1 also G_{C-4}: st_z_narrow took P_{C-3} with no look at the flags)
-        for (int J = max(0, C - (narrow ? 4 : 3)); J < C; ++J) flag_wait(gflags + J);
+        for (int J = max(0, C - 3); !narrow && J < C; ++J) flag_wait(gflags + J);
     }
+    // (for k = 1 from G_{C-6}, by a thread each: st_z_narrow took P_{C-5} .. P_{C-3} with
+    // no look at the flags)
+    if (narrow && tid < ST_LL_LOOP + 1 && C - 1 - tid >= 0) flag_wait(gflags + C - 1 - tid);
     __syncthreads();
     for (int J = narrow ? 0 : max(0, C - 3); J < C; ++J)
         st_gram_add(g, Gs + (long)J * kp * kp, kp);
