@@ -130,7 +130,16 @@
 // words (no look at its flag, no load of P): A/B against the step alone, float 8 to 9
 // percent faster up to n = 10000 and 3 at 20000, double 11 percent at n = 5000 (new
 // array; 3 in place) and within 3 percent elsewhere.  (P_{C-3} from the tagged words
-// alone, before, left the update within 2 percent at n >= 5000.)
+// alone, before, left the update within 2 percent at n >= 5000.)  Then the loop still
+// ended about when block C - 1 stepped: its iterations that look at the flags finish
+// 4.6 us after the step of the block they wait for, and each costs about a round trip to
+// memory for R's tile when the loop catches up.  Taking P_{C-5} .. P_{C-3} from the
+// tagged words made float 7 to 10 percent faster up to n = 10000 (3 at 20000) and
+// double 6 to 8 up to n = 5000; then P_{C-8} .. P_{C-3} (ST_LL_LOOP), with z's shares
+// summed by st_chain_narrow itself (one barrier after the loop instead of five), another
+// 7 to 15 percent in float (5 at n = 20000) and 5 to 9 in double up to n = 5000 (new
+// array), within 2 percent beyond.  (Double at n >= 10000, where the later blocks wait
+// for SMs, moved by -2 to +3 percent over these steps.)
 // Layout: R (leading dimension ldr), out (ldo) and W = V^T (k x n; strides wq, wc).  R's
 // strict lower triangle is not read, and its rows may have either sign (see st_solve).
 // P, and each segment of Zs: npad x kp (npad = 64 nb, kp = k rounded up to 4), row i = p_i
@@ -146,7 +155,7 @@
 #define ST_B 64      // rows and columns of a block of the solve
 #define ST_LD 68     // leading dimension of 64-column tiles in shared memory: rows 4 banks
                      // apart, so that the lanes splitting a product's sum do not collide
-#define ST_LL_LOOP 5 // k = 1: the loop over J < C - 2 takes P_J from the tagged words
+#define ST_LL_LOOP 8 // k = 1: the loop over J < C - 2 takes P_J from the tagged words
                      // for J >= C - ST_LL_LOOP (st_z_narrow)
 
 __device__ int st_poll(const int* flags, const int* gflags, int from, int end)
@@ -813,17 +822,26 @@ __device__ __forceinline__ void st_ll_wait_rows(T v[N], const unsigned* w, long 
 }
 
 template <typename T>
-__device__ __forceinline__ void st_chain_narrow(int C, const T* zT, T* yT, int kl, const T* inv,
-                                                const T* M2, const T* Mx, const T* dsign,
-                                                unsigned* ll)
+__device__ __forceinline__ T st_z_row(const T* zT, const T* red, int r)
 {
-    // The chain's step for k = 1, P_C = z R+_CC^{-1} - P_{C-2}^T M2 - P_{C-1}^T Mx (z in zT;
-    // P_C goes to yT), with no barrier from z's being ready to D_C P_C's going: warp w
+    // row r of z for k = 1 (st_z_narrow): z as it was (zT, rows 4 apart) less the shares
+    // of the four groups of rows of R's tiles (red)
+    return zT[r * 4] - (red[r] + red[ST_B + r] + red[2 * ST_B + r] + red[3 * ST_B + r]);
+}
+
+template <typename T>
+__device__ __forceinline__ void st_chain_narrow(int C, const T* zT, const T* red, T* yT, int kl,
+                                                const T* inv, const T* M2, const T* Mx,
+                                                const T* dsign, unsigned* ll)
+{
+    // The chain's step for k = 1, P_C = z R+_CC^{-1} - P_{C-2}^T M2 - P_{C-1}^T Mx (z from
+    // zT and red, st_z_row; P_C goes to yT), with no barrier from z's shares being in red
+    // to D_C P_C's going: warp w
     // makes columns 8w .. 8w + 8, lane l from rows 2l and 2l + 1, with its share of
     // R+_CC^{-1}, M2 and Mx in registers and those two rows of P_J read by the lane itself
     // from the tagged words.  The lanes' sums meet by shuffles (each round halving the
     // columns a lane holds), and lane 4c hands column 8w + c on as soon as it has it.
-    // Needs a barrier after zT's writing; none at the end.
+    // Needs a barrier after red's writing; none at the end.
     constexpr int llw = sizeof(T) / 2;
     const int lane = threadIdx.x & 31, c = 8 * (threadIdx.x >> 5);
     T m[3][2][8];                             // [R_CC^-1, M2, Mx][row 2l + e][column c + j]
@@ -842,8 +860,8 @@ __device__ __forceinline__ void st_chain_narrow(int C, const T* zT, T* yT, int k
         const int J = C - 3 + s;                       // (s > 0: P_{C-2}, P_{C-1})
         T p[2];
         if (s == 0) {
-            p[0] = zT[2 * lane * kl];
-            p[1] = zT[(2 * lane + 1) * kl];
+            p[0] = st_z_row(zT, red, 2 * lane);
+            p[1] = st_z_row(zT, red, 2 * lane + 1);
         } else if (J >= 0) {
             st_ll_wait_rows<2>(p, ll + ((long)J * ST_B + 2 * lane) * llw, llw);
             p[0] = -p[0];
@@ -908,9 +926,7 @@ __device__ int st_z_narrow(int C, const T* __restrict__ R, long ldr, int n, cons
         __syncthreads();
         red[rt * ST_B + c] = acc;
         __syncthreads();
-        if (tid < ST_B)
-            red[4 * ST_B + tid] = zT[tid * 4] - (red[tid] + red[ST_B + tid]
-                                                 + red[2 * ST_B + tid] + red[3 * ST_B + tid]);
+        if (tid < ST_B) red[4 * ST_B + tid] = st_z_row(zT, red, tid);
         __syncthreads();
     };
     if (C >= 3) st_fetch<64>(nxt, R, ldr, n, 0, c0);
@@ -978,9 +994,10 @@ __device__ int st_z_narrow(int C, const T* __restrict__ R, long ldr, int n, cons
 #pragma unroll
         for (int u = 0; u < 16; ++u) acc = fma(p[u], x[u], acc);
     }
+    // the shares into red, for st_chain_narrow to sum (one barrier, not the gather's
+    // four: it is on the chain's path); zT is made z after the chain's step
     if (lane == 0 && warp > 0) atomicMin(&zt_all, zt);
-    gather();
-    if (tid < ST_B) zT[tid * 4] = red[4 * ST_B + tid];
+    red[rt * ST_B + c] = acc;
     __syncthreads();
     return zt_all;
 }
@@ -1135,15 +1152,15 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
         if (J >= 1) st_gram_add(g, gv);
     }
     __syncthreads();
-    if (C >= 3 && (C - 2) % sb == 0)
-        st_copy_out(z_at((C - 2) / sb), zT, ST_B * kp, kp, kl);
+    const bool zs_here = C >= 3 && (C - 2) % sb == 0;  // z at C - 2 starts a segment
+    if (zs_here && !narrow) st_copy_out(z_at((C - 2) / sb), zT, ST_B * kp, kp, kl);
 
     // the chain: P_C = z R+_CC^{-1} - P_{C-2}^T M2 - P_{C-1}^T Mx (M2 = R+_{C-2,C}
     // R+_CC^{-1}, Mx = R+_{C-1,C} R+_CC^{-1}), published as D_C P_C.  P_{C-2}'s term is
     // taken as soon as it comes, so that what is left after P_{C-1} is one product
     unsigned* const ll = reinterpret_cast<unsigned*>(sync + 4 + 4 * nb);
     if (narrow)
-        st_chain_narrow(C, zT, yT, kl, inv, M2, Mx, dsign, ll);
+        st_chain_narrow(C, zT, tile, yT, kl, inv, M2, Mx, dsign, ll);
     else
         st_product(yT, 1, kl, zT, kl, inv, ST_LD, ST_B, k, ST_B, tq, T(1), false);
     for (int J = max(0, C - 2); !narrow && J < C; ++J) {
@@ -1157,11 +1174,14 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     __syncthreads();
     for (int e = tid; e < ST_B * kp; e += ST_NT)
         P[(long)c0 * kp + e] = yT[e / kp * kl + e % kp] * dsign[e / kp];
+    if (narrow && tid < ST_B) zT[tid * kl] = st_z_row(zT, tile, tid);
     __syncthreads();
-    if (tid == 0) {
-        flag_release(flags + C);
-        if (C >= 3 && (C - 2) % sb == 0) flag_release(zflags + C, (C - 2) / sb);
+    if (tid == 0) flag_release(flags + C);
+    if (zs_here && narrow) {
+        st_copy_out(z_at((C - 2) / sb), zT, ST_B * kp, kp, kl);
+        __syncthreads();
     }
+    if (tid == 0 && zs_here) flag_release(zflags + C, (C - 2) / sb);
     if (!finite || !finite_w) atomicOr(sync + 2, (finite ? 0 : 1) | (finite_w ? 0 : 2));
 
     // off the chain: G_C for the blocks after this one, the last terms of S, and z at the
