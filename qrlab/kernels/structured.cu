@@ -836,10 +836,9 @@ __device__ __forceinline__ void st_chain_narrow(int C, const T* zT, const T* red
 {
     // The chain's step for k = 1, P_C = z R+_CC^{-1} - P_{C-2}^T M2 - P_{C-1}^T Mx (z from
     // zT and red, st_z_row; P_C goes to yT), with no barrier from z's shares being in red
-    // to D_C P_C's going: warp w
-    // makes columns 8w .. 8w + 8, lane l from rows 2l and 2l + 1, with its share of
-    // R+_CC^{-1}, M2 and Mx in registers and those two rows of P_J read by the lane itself
-    // from the tagged words.  The lanes' sums meet by shuffles (each round halving the
+    // to D_C P_C's going: warp w makes columns 8w .. 8w + 8, lane l from rows 2l and
+    // 2l + 1, with its share of R+_CC^{-1}, M2 and Mx in registers and those two rows of
+    // P_J read by the lane itself from the tagged words.  The lanes' sums meet by shuffles (each round halving the
     // columns a lane holds), and lane 4c hands column 8w + c on as soon as it has it.
     // Needs a barrier after red's writing; none at the end.
     constexpr int llw = sizeof(T) / 2;
@@ -946,9 +945,9 @@ __device__ int st_z_narrow(int C, const T* __restrict__ R, long ldr, int n, cons
             __syncthreads();
             if (tid == 0) flag_release(zflags + C, J / sb);
         }
-        // P_{C-5} .. P_{C-3} come as tagged words (as P_{C-2} and P_{C-1} do to
-        // st_chain_narrow), not through their flags: a flag, the look at it and P's load
-        // made the loop end about 3.6 us after block C - 3's step, later than block
+        // P_{C-8} .. P_{C-3} (ST_LL_LOOP) come as tagged words, as P_{C-2} and P_{C-1} do
+        // to st_chain_narrow, not through their flags: a flag, the look at it and P's
+        // load made the loop end about 3.6 us after block C - 3's step, later than block
         // C - 2's
         const bool tagged = J + ST_LL_LOOP >= C;
         if (J > ready && !tagged) {
@@ -1192,8 +1191,8 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
         flag_release(gflags + C);
         for (int J = max(0, C - 3); !narrow && J < C; ++J) flag_wait(gflags + J);
     }
-    // (for k = 1 from G_{C-6}, by a thread each: st_z_narrow took P_{C-5} .. P_{C-3} with
-    // no look at the flags)
+    // (for k = 1 G_{C-9} .. G_{C-1}, a thread each: st_z_narrow took P_{C-8} .. P_{C-3}
+    // with no look at the flags, which is where it saw the G_{J-1} before them)
     if (narrow && tid < ST_LL_LOOP + 1 && C - 1 - tid >= 0) flag_wait(gflags + C - 1 - tid);
     __syncthreads();
     for (int J = narrow ? 0 : max(0, C - 3); J < C; ++J)
