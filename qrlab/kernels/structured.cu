@@ -838,9 +838,10 @@ __device__ __forceinline__ void st_chain_narrow(int C, const T* zT, const T* red
     // zT and red, st_z_row; P_C goes to yT), with no barrier from z's shares being in red
     // to D_C P_C's going: warp w makes columns 8w .. 8w + 8, lane l from rows 2l and
     // 2l + 1, with its share of R+_CC^{-1}, M2 and Mx in registers and those two rows of
-    // P_J read by the lane itself from the tagged words.  The lanes' sums meet by shuffles (each round halving the
-    // columns a lane holds), and lane 4c hands column 8w + c on as soon as it has it.
-    // Needs a barrier after red's writing; none at the end.
+    // P_J read by the lane itself from the tagged words.  The lanes' sums meet by
+    // shuffles (each round halving the columns a lane holds), and lane 4c hands column
+    // 8w + c on as soon as it has it.  Needs a barrier after red's writing; none at the
+    // end.
     constexpr int llw = sizeof(T) / 2;
     const int lane = threadIdx.x & 31, c = 8 * (threadIdx.x >> 5);
     T m[3][2][8];                             // [R_CC^-1, M2, Mx][row 2l + e][column c + j]
