@@ -897,8 +897,9 @@ __device__ __forceinline__ void st_chain_narrow(int C, const T* zT, const T* red
 
 template <typename T>
 __device__ int st_z_narrow(int C, const T* __restrict__ R, long ldr, int n, const T* P,
-                           const int* flags, const int* gflags, int* zflags, int sb, T* zT,
-                           T* red, T* zout, long ldo, int h, T* Zs, long npad, bool& finite)
+                           const int* flags, const int* gflags, int* zflags,
+                           const unsigned* ll, int sb, T* zT, T* red, T* zout, long ldo, int h,
+                           T* Zs, long npad, bool& finite)
 {
     // st_solve's loop over J < C - 2 for k = 1 (kp = 4), z -= (D_J P_J)^T R_JC, with no
     // barrier per step: each thread keeps its share of the sum in a register (its column
@@ -911,7 +912,6 @@ __device__ int st_z_narrow(int C, const T* __restrict__ R, long ldr, int n, cons
     const int tid = threadIdx.x, c = tid & 63, rt = tid >> 6, warp = tid >> 5;
     const int lane = tid & 31, c0 = C * ST_B;
     constexpr int llw = sizeof(T) / 2;                 // words of a tagged value
-    const unsigned* const ll = reinterpret_cast<const unsigned*>(flags + 4 * ((n + 63) / 64));
     __shared__ int zt_all, ready_all;
     if (tid == 0) {
         zt_all = C;
@@ -1028,6 +1028,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     int* const gflags = flags + nb;
     int* const zflags = gflags + nb;   // the last segment whose z this block has written
     int* const done = zflags + nb;     // F written (or the block gave up)
+    unsigned* const ll = reinterpret_cast<unsigned*>(done + nb);   // k = 1: P as tagged words
     const int c0 = C * ST_B, h = min(ST_B, n - c0);
     const int tq = st_rows_per_thread(k);             // of a k x 64 product
     __shared__ int ready;                             // the last J known to be ready (loop
@@ -1113,8 +1114,8 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     int zt = 0;                                        // tiles of zeros written
     constexpr bool narrow = NARROW;                    // k = 1 (the kernels named ..1_)
     if (narrow)
-        zt = st_z_narrow(C, R, ldr, n, P, flags, gflags, zflags, sb, zT, tile, zout, ldo, h,
-                         Zs, npad, finite);
+        zt = st_z_narrow(C, R, ldr, n, P, flags, gflags, zflags, ll, sb, zT, tile, zout, ldo,
+                         h, Zs, npad, finite);
     if (C >= 3 && !narrow) st_fetch<64>(nxt, R, ldr, n, 0, c0);
     for (int J = 0; !narrow && J + 2 < C; ++J) {
         const bool wait = J > ready;   // (read before the barrier: written only after it)
@@ -1153,12 +1154,10 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     }
     __syncthreads();
     const bool zs_here = C >= 3 && (C - 2) % sb == 0;  // z at C - 2 starts a segment
-    if (zs_here && !narrow) st_copy_out(z_at((C - 2) / sb), zT, ST_B * kp, kp, kl);
 
     // the chain: P_C = z R+_CC^{-1} - P_{C-2}^T M2 - P_{C-1}^T Mx (M2 = R+_{C-2,C}
     // R+_CC^{-1}, Mx = R+_{C-1,C} R+_CC^{-1}), published as D_C P_C.  P_{C-2}'s term is
     // taken as soon as it comes, so that what is left after P_{C-1} is one product
-    unsigned* const ll = reinterpret_cast<unsigned*>(sync + 4 + 4 * nb);
     if (narrow)
         st_chain_narrow(C, zT, tile, yT, kl, inv, M2, Mx, dsign, ll);
     else
@@ -1177,7 +1176,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     if (narrow && tid < ST_B) zT[tid * kl] = st_z_row(zT, tile, tid);
     __syncthreads();
     if (tid == 0) flag_release(flags + C);
-    if (zs_here && narrow) {
+    if (zs_here) {                     // (zT is z again here, for k = 1 too)
         st_copy_out(z_at((C - 2) / sb), zT, ST_B * kp, kp, kl);
         __syncthreads();
     }
@@ -1188,13 +1187,12 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     // segment that starts here
     st_product(Gs + (long)C * kp * kp, kp, 1, yT, kl, yT, kl, ST_B, kp, kp, tq, T(1), false);
     __syncthreads();
-    if (tid == 0) {
-        flag_release(gflags + C);
-        for (int J = max(0, C - 3); !narrow && J < C; ++J) flag_wait(gflags + J);
-    }
-    // (for k = 1 G_{C-9} .. G_{C-1}, a thread each: st_z_narrow took P_{C-8} .. P_{C-3}
-    // with no look at the flags, which is where it saw the G_{J-1} before them)
-    if (narrow && tid < ST_LL_LOOP + 1 && C - 1 - tid >= 0) flag_wait(gflags + C - 1 - tid);
+    if (tid == 0) flag_release(gflags + C);
+    // the G_J the loop's looks at the flags did not cover, a thread each: G_{C-3} ..
+    // G_{C-1}, and for k = 1 G_{C-9} .. G_{C-1} (st_z_narrow took P_{C-8} .. P_{C-3} with
+    // no look at the flags, which is where it saw the G_{J-1} before them)
+    const int unseen = narrow ? ST_LL_LOOP + 1 : 3;
+    if (tid < unseen && C - 1 - tid >= 0) flag_wait(gflags + C - 1 - tid);
     __syncthreads();
     for (int J = narrow ? 0 : max(0, C - 3); J < C; ++J)
         st_gram_add(g, Gs + (long)J * kp * kp, kp);
