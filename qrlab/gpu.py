@@ -197,16 +197,16 @@ def _structured_smem(item, kp):
 
 
 @functools.lru_cache(maxsize=None)
-def _structured_kernels(item, rank_one=False):
+def _structured_kernels(item, width=64):
     """``structured_solve``, ``structured_apply`` and ``structured_update`` (the two in
-    one launch) for values of ``item`` bytes, with ``rank_one`` the solve's kernels of
-    k = 1 (see the kernel file), each allowed the shared memory of the largest k (the
-    limit belongs to the function, so one value serves every launch)."""
-    dt, one = ("f32" if item == 4 else "f64"), ("1" if rank_one else "")
+    one launch) for values of ``item`` bytes, with the solve's kernels for k up to
+    ``width`` (1, 16 or 64; see the kernel file), each allowed the shared memory of the
+    largest k (the limit belongs to the function, so one value serves every launch)."""
+    dt, w = ("f32" if item == 4 else "f64"), ("" if width == 64 else str(width))
     solve, apply = _structured_smem(item, 64)
     fns = []
-    for name, smem in ((f"structured_solve{one}_{dt}", solve), (f"structured_apply_{dt}", apply),
-                       (f"structured_update{one}_{dt}", max(solve, apply))):
+    for name, smem in ((f"structured_solve{w}_{dt}", solve), (f"structured_apply_{dt}", apply),
+                       (f"structured_update{w}_{dt}", max(solve, apply))):
         fn = kernels().get_function(name)
         fn.max_dynamic_shared_size_bytes = smem
         fns.append(fn)
@@ -327,7 +327,7 @@ def _structured_plan(n, k, item, device, follow):
                                        (1 + nseg) * npad * kp + nf))
     sync_bytes = 4 * (4 + 4 * nb) + (nb * 64 * 2 * item if k == 1 else 0)
     words = values + -(-sync_bytes // item)
-    solve, apply, both = _structured_kernels(item, k == 1)
+    solve, apply, both = _structured_kernels(item, 1 if k == 1 else 16 if k <= 16 else 64)
     smem1, smem2 = _structured_smem(item, kp)
     table = _structured_table(n, device, follow)
     if follow:

@@ -455,7 +455,7 @@ class TestCuPy:
     @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
     @pytest.mark.parametrize("n, k", [(300, 1), (300, 64), (97, 256), (40, 2500), (1, 1),
                                       (32, 5), (33, 7), (1000, 16), (2100, 33), (64, 65),
-                                      (65, 2), (129, 64), (4100, 3)])
+                                      (65, 2), (129, 64), (4100, 3), (1500, 10)])
     def test_fused_panels(self, n, k, dtype, path, monkeypatch):
         """The fused paths (the structured method for k <= 64; one cooperative launch;
         one launch per panel, of every width it picks: 32, 16, 8) against the NumPy one."""
@@ -650,7 +650,7 @@ class TestCuPy:
         """Non-finite values and a zero on the diagonal, found by the kernels themselves:
         the same errors as the other paths, R untouched; with check_finite=False a nan is
         not silent.  (The nan in R lies in a tile that block 6 reads in its loop over
-        the blocks before it, which for k = 1 is a loop of its own.)"""
+        the blocks before it, which for k <= 16 keeps its sums in registers.)"""
         import cupy as cp
         n = 600
         R, V, _, _ = make_problem(n, k, np.float64, False, seed=4)

@@ -103,7 +103,7 @@
 // 209 us at n = 5000 and 401 against 434 at n = 10000 in float, 276 against 297 and 620
 // against 633 in double (k = 1, H100): the blocks' own loop, about 2.3 us a step, bounded
 // it as much as the chain did, so a faster hand-off alone could not show (above).  So for
-// k = 1 the loop has no barrier per step (st_z_narrow: each thread's share of z in a
+// k = 1 the loop has no barrier per step (st_z_regs: each thread's share of z in a
 // register, the shares summed only where a segment starts), and P_C reaches blocks C + 1
 // and C + 2 as tagged words (st_ll_put), in kernels of their own (the names ending in
 // 1_f32, 1_f64).  A/B in one process against the kernels before (H100,
@@ -156,7 +156,7 @@
 #define ST_LD 68     // leading dimension of 64-column tiles in shared memory: rows 4 banks
                      // apart, so that the lanes splitting a product's sum do not collide
 #define ST_LL_LOOP 8 // k = 1: the loop over J < C - 2 takes P_J from the tagged words
-                     // for J >= C - ST_LL_LOOP (st_z_narrow)
+                     // for J >= C - ST_LL_LOOP (st_z_regs)
 
 __device__ int st_poll(const int* flags, const int* gflags, int from, int end)
 {
@@ -822,11 +822,18 @@ __device__ __forceinline__ void st_ll_wait_rows(T v[N], const unsigned* w, long 
 }
 
 template <typename T>
+__device__ __forceinline__ T st_z_at(const T* zT, int kl, const T* red, int kq, int r, int q)
+{
+    // z[r][q] after st_z_regs: z as it was (zT, rows kl apart) less the shares of the four
+    // groups of rows of R's tiles (red, kq values a row)
+    const T* s = red + r * kq + q;
+    return zT[r * kl + q] - (s[0] + s[ST_B * kq] + s[2 * ST_B * kq] + s[3 * ST_B * kq]);
+}
+
+template <typename T>
 __device__ __forceinline__ T st_z_row(const T* zT, const T* red, int r)
 {
-    // row r of z for k = 1 (st_z_narrow): z as it was (zT, rows 4 apart) less the shares
-    // of the four groups of rows of R's tiles (red)
-    return zT[r * 4] - (red[r] + red[ST_B + r] + red[2 * ST_B + r] + red[3 * ST_B + r]);
+    return st_z_at(zT, 4, red, 1, r, 0);               // k = 1 (kp = kl = 4, kq = 1)
 }
 
 template <typename T>
@@ -895,62 +902,178 @@ __device__ __forceinline__ void st_chain_narrow(int C, const T* zT, const T* red
     }
 }
 
+// st_z_regs for 1 < k <= 16 takes each P_J^T R_JC on the tensor cores (in float 3xTF32,
+// as st_product_tf32) from registers: warp w the rows 16 (w / 2) .. + 16 of R's tile (the
+// group of the sum it adds to) and its columns 32 (w % 2) .. + 32, and q < 16 (k rounded
+// up, the rest zeros).  Lane (g, t) = (lane / 4, lane % 4) holds 16 values of R's tile,
+// 8 of P_J and 16 sums; the fragments below are those of mma.sync m16n8k8 (float) and
+// m8n8k4 (double).
 template <typename T>
-__device__ int st_z_narrow(int C, const T* __restrict__ R, long ldr, int n, const T* P,
-                           const int* flags, const int* gflags, int* zflags,
-                           const unsigned* ll, int sb, T* zT, T* red, T* zout, long ldo, int h,
-                           T* Zs, long npad, bool& finite)
+__device__ __forceinline__ int st_frag_row(int i)
 {
-    // st_solve's loop over J < C - 2 for k = 1 (kp = 4), z -= (D_J P_J)^T R_JC, with no
-    // barrier per step: each thread keeps its share of the sum in a register (its column
-    // of R's tile, rows tid / 64 + 4u, times the same rows of P_J, read from L2), and
-    // warp 0 looks at the flags for all.  The shares meet through shared memory (red)
-    // only where z is needed: at each segment's start (Zs) and at the end.  Returns how
-    // many tiles of zeros every warp has written (each writes its rows of a tile while it
-    // waits); finite is cleared if a value of R it read is not.  (The G_J it waits for
-    // are summed after the block's step.)
+    // row (within the warp's 16) of R's value i in a lane's share (B fragments), less t
+    return sizeof(T) == 4 ? 8 * (i >> 3) + 4 * (i & 1) : 4 * (i >> 2);
+}
+
+template <typename T>
+__device__ __forceinline__ int st_frag_col(int i)
+{
+    // column (within the warp's 32) of R's value i in a lane's share, less g
+    return sizeof(T) == 4 ? 8 * ((i >> 1) & 3) : 8 * (i & 3);
+}
+
+template <typename T>
+__device__ __forceinline__ void st_frag_fetch(T x[16], const T* R, long ldr, int n, int r0,
+                                              int c0)
+{
+    // this lane's share of rows r0 .. r0 + 64, columns c0 .. c0 + 64 of triu(R), zero
+    // outside R
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const int r = r0 + 16 * (w >> 1) + (lane & 3), c = c0 + 32 * (w & 1) + (lane >> 2);
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+        const int ri = r + st_frag_row<T>(i), ci = c + st_frag_col<T>(i);
+        x[i] = (ri <= ci && ci < n) ? R[(long)ri * ldr + ci] : T(0);
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void st_frag_p(T a[8], const T* PJ, int kp)
+{
+    // this lane's 8 values of P_J (64 x kp, at PJ; A fragments of P_J^T, zero for q >= kp):
+    // float [k step s][e]: row 8 s + t + 4 (e / 2), q = g + 8 (e % 2); double [m][s]: row
+    // 4 s + t, q = g + 8 m
+    const int lane = threadIdx.x & 31, g = lane >> 2;
+    const int r = 16 * ((threadIdx.x >> 5) >> 1) + (lane & 3);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+        const int ri = r + (sizeof(T) == 4 ? 8 * (i >> 2) + 4 * ((i >> 1) & 1) : 4 * (i & 3));
+        const int q = g + 8 * (sizeof(T) == 4 ? i & 1 : i >> 2);
+        a[i] = q < kp ? __ldcg(PJ + ri * kp + q) : T(0);
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void st_frag_mma(T acc[16], const T a[8], const T x[16])
+{
+    // acc += P_J^T R_JC, this warp's part: float acc[n tile j][e] (C fragments), double
+    // acc[m][j][e]
+    if constexpr (sizeof(T) == 4) {
+#pragma unroll
+        for (int s = 0; s < 2; ++s) {
+            unsigned ab[4], as[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) st_tf32_split(a[4 * s + e], ab[e], as[e]);
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                unsigned bb[2], bs[2];
+                st_tf32_split(x[8 * s + 2 * j], bb[0], bs[0]);
+                st_tf32_split(x[8 * s + 2 * j + 1], bb[1], bs[1]);
+                st_mma_tf32(acc + 4 * j, as, bb);
+                st_mma_tf32(acc + 4 * j, ab, bs);
+                st_mma_tf32(acc + 4 * j, ab, bb);
+            }
+        }
+    } else {
+#pragma unroll
+        for (int s = 0; s < 4; ++s) {
+#pragma unroll
+            for (int m = 0; m < 2; ++m) {
+#pragma unroll
+                for (int j = 0; j < 4; ++j)
+                    st_dmma(acc + 8 * m + 2 * j, a[4 * m + s], x[4 * s + j]);
+            }
+        }
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void st_frag_shares(T* red, const T acc[16])
+{
+    // the warp's sums into red: [group w / 2][column][q < 16]
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    T* const out = red + (w >> 1) * ST_B * 16 + (32 * (w & 1) + 2 * t) * 16 + g;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+        // float [j][e]: column 8 j + (e & 1), q + 8 (e >> 1); double [m][j][e]: column
+        // 8 j + e, q + 8 m
+        const int col = sizeof(T) == 4 ? 8 * (i >> 2) + (i & 1) : 8 * ((i >> 1) & 3) + (i & 1);
+        const int q = sizeof(T) == 4 ? 8 * ((i >> 1) & 1) : 8 * (i >> 3);
+        out[col * 16 + q] = acc[i];
+    }
+}
+
+template <int KQ, typename T>
+__device__ int st_z_regs(int C, const T* __restrict__ R, long ldr, int n, const T* P, int kp,
+                         int kl, const int* flags, const int* gflags, int* zflags,
+                         const unsigned* ll, int sb, T* zT, T* red, T* zout, long ldo, int h,
+                         T* Zs, long npad, bool& finite)
+{
+    // st_solve's loop over J < C - 2 for k <= 16 (KQ = 1 for k = 1, else 16),
+    // z -= (D_J P_J)^T R_JC, with no barrier per step: each thread keeps its share of the
+    // sum in registers (k = 1: its column of R's tile, rows tid / 64 + 4u, times the same
+    // rows of P_J; else its warp's part on the tensor cores, st_frag_*, each lane reading
+    // its own values of P_J from L2), and warp 0 looks at the flags for all.  The shares
+    // (four groups of rows of R's tiles) meet through shared memory (red: [group][column]
+    // [q], kq values a column) only where z is needed: at each segment's start (Zs) and
+    // at the end.  Returns how many tiles of zeros every warp has written (each writes its
+    // rows of a tile while it waits); finite is cleared if a value of R it read is not.
+    // (The G_J it waits for are summed after the block's step.)  At the end, for k = 1 the
+    // shares are left in red for st_chain_narrow to sum; else zT is made z.
     const int tid = threadIdx.x, c = tid & 63, rt = tid >> 6, warp = tid >> 5;
     const int lane = tid & 31, c0 = C * ST_B;
+    constexpr bool narrow = KQ == 1;
     constexpr int llw = sizeof(T) / 2;                 // words of a tagged value
+    const int kq = narrow ? 1 : KQ;
     __shared__ int zt_all, ready_all;
     if (tid == 0) {
         zt_all = C;
         ready_all = -1;
     }
     __syncthreads();
-    T acc = 0, x[16], nxt[16], p[16], pn[16];
+    T acc[KQ] = {}, x[16], nxt[16], p[16], pn[16];
     int ready = -1, zt = 0;
     bool have = false;                                 // pn holds P_J
-    auto gather = [&]() {
-        // z minus the shares summed so far, into red (64 values; zT is not changed)
-        __syncthreads();
-        red[rt * ST_B + c] = acc;
-        __syncthreads();
-        if (tid < ST_B) red[4 * ST_B + tid] = st_z_row(zT, red, tid);
-        __syncthreads();
+    auto fetch_r = [&](T v[16], int J) {
+        if constexpr (narrow) st_fetch<64>(v, R, ldr, n, J * ST_B, c0);
+        else st_frag_fetch(v, R, ldr, n, J * ST_B, c0);
     };
-    if (C >= 3) st_fetch<64>(nxt, R, ldr, n, 0, c0);
+    auto fetch_p = [&](T v[16], int J) {
+        if constexpr (narrow) {
+#pragma unroll
+            for (int u = 0; u < 16; ++u) v[u] = __ldcg(P + ((long)J * ST_B + rt + 4 * u) * 4);
+        } else {
+            st_frag_p(v, P + (long)J * ST_B * kp, kp);
+        }
+    };
+    auto shares = [&]() {
+        if constexpr (narrow) red[rt * ST_B + c] = acc[0];
+        else st_frag_shares(red, acc);
+    };
+    if (C >= 3) fetch_r(nxt, 0);
     for (int J = 0; J + 2 < C; ++J) {
 #pragma unroll
         for (int u = 0; u < 16; ++u) x[u] = nxt[u];
         finite &= st_finite<16>(x);
-        if (J + 3 < C) st_fetch<64>(nxt, R, ldr, n, (J + 1) * ST_B, c0);
+        if (J + 3 < C) fetch_r(nxt, J + 1);
         if (J > 0 && J % sb == 0) {
             // z at the start of segment J / sb, for the apply
-            gather();
-            T* const zs = Zs + (J / sb) * npad * 4 + (long)c0 * 4;
-            if (tid < ST_B) {
-                const T z4[4] = {red[4 * ST_B + tid], T(0), T(0), T(0)};
-                st4(zs + 4 * tid, z4);
+            __syncthreads();
+            shares();
+            __syncthreads();
+            T* const zs = Zs + (J / sb) * npad * kp + (long)c0 * kp;
+            for (int e = tid; e < ST_B * kp; e += ST_NT) {
+                const int r = e / kp, q = e % kp;
+                zs[e] = q < kq ? st_z_at(zT, kl, red, kq, r, q) : T(0);
             }
             __syncthreads();
             if (tid == 0) flag_release(zflags + C, J / sb);
         }
-        // P_{C-8} .. P_{C-3} (ST_LL_LOOP) come as tagged words, as P_{C-2} and P_{C-1} do
-        // to st_chain_narrow, not through their flags: a flag, the look at it and P's
-        // load made the loop end about 3.6 us after block C - 3's step, later than block
-        // C - 2's
-        const bool tagged = J + ST_LL_LOOP >= C;
+        // k = 1: P_{C-8} .. P_{C-3} (ST_LL_LOOP) come as tagged words, as P_{C-2} and
+        // P_{C-1} do to st_chain_narrow, not through their flags: a flag, the look at it
+        // and P's load made the loop end about 3.6 us after block C - 3's step, later than
+        // block C - 2's
+        const bool tagged = narrow && J + ST_LL_LOOP >= C;
         if (J > ready && !tagged) {
             // wait for the chain to reach J: warp 0 looks at the flags (and hands on what
             // it finds through shared memory, release and acquire), the others write
@@ -980,29 +1103,37 @@ __device__ int st_z_narrow(int C, const T* __restrict__ R, long ldr, int n, cons
         // where it is known ready now
         if (tagged && !have) {
             st_ll_wait_rows<16>(p, ll + ((long)J * ST_B + rt) * llw, 4 * llw);
-        } else {
+        } else if (have) {
 #pragma unroll
-            for (int u = 0; u < 16; ++u)
-                p[u] = have ? pn[u] : __ldcg(P + ((long)J * ST_B + rt + 4 * u) * 4);
+            for (int u = 0; u < 16; ++u) p[u] = pn[u];
+        } else {
+            fetch_p(p, J);
         }
         have = J + 1 <= ready && J + 3 < C;
-        if (have) {
+        if (have) fetch_p(pn, J + 1);
+        if constexpr (narrow) {
 #pragma unroll
-            for (int u = 0; u < 16; ++u)
-                pn[u] = __ldcg(P + ((long)(J + 1) * ST_B + rt + 4 * u) * 4);
+            for (int u = 0; u < 16; ++u) acc[0] = fma(p[u], x[u], acc[0]);
+        } else {
+            st_frag_mma(acc, p, x);
         }
-#pragma unroll
-        for (int u = 0; u < 16; ++u) acc = fma(p[u], x[u], acc);
     }
-    // the shares into red, for st_chain_narrow to sum (one barrier, not the gather's
-    // four: it is on the chain's path); zT is made z after the chain's step
     if (lane == 0 && warp > 0) atomicMin(&zt_all, zt);
-    red[rt * ST_B + c] = acc;
+    // the shares into red (one barrier, not the gather's three: it is on the chain's
+    // path); for k = 1 st_chain_narrow sums them, and zT is made z after the chain's step
+    shares();
     __syncthreads();
+    if constexpr (!narrow) {
+        for (int e = tid; e < ST_B * kp; e += ST_NT) {
+            const int r = e / kp, q = e % kp;
+            zT[r * kl + q] = st_z_at(zT, kl, red, kq, r, q);
+        }
+        __syncthreads();
+    }
     return zt_all;
 }
 
-template <typename T, bool NARROW>
+template <typename T, int KW>
 __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __restrict__ W,
                         long wq, long wc, int n, int k, T sgn, T* P, T* F, T* Zs, T* Gs,
                         int sb, int* sync, T* zout = nullptr, long ldo = 0)
@@ -1078,7 +1209,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     // step of the chain (gflags): each thread sums its share as they come
     T g[16] = {};
 
-    // (for k = 1, st_z_narrow above instead of this loop)
+    // (for k <= 16, st_z_regs above instead of this loop)
     // z -= (D_J P_J)^T R_JC for J < C - 2, the tiles of R one ahead in registers, G_{J-1}
     // read before the product and added after it, and in double P_{J+1} read ahead
     // where it is known ready.  This loop, not the hand-off, bounds the chain for k <= 16
@@ -1112,12 +1243,13 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     int4 pv[sizeof(T)];
     bool have = false;                                 // pv holds P_J
     int zt = 0;                                        // tiles of zeros written
-    constexpr bool narrow = NARROW;                    // k = 1 (the kernels named ..1_)
-    if (narrow)
-        zt = st_z_narrow(C, R, ldr, n, P, flags, gflags, zflags, ll, sb, zT, tile, zout, ldo,
-                         h, Zs, npad, finite);
-    if (C >= 3 && !narrow) st_fetch<64>(nxt, R, ldr, n, 0, c0);
-    for (int J = 0; !narrow && J + 2 < C; ++J) {
+    constexpr bool narrow = KW == 1;                   // k = 1 (the kernels named ..1_)
+    constexpr bool regs = KW <= 16;                    // k <= 16 (..1_ and ..16_)
+    if constexpr (regs)
+        zt = st_z_regs<KW>(C, R, ldr, n, P, kp, kl, flags, gflags, zflags, ll, sb, zT, tile,
+                           zout, ldo, h, Zs, npad, finite);
+    if (C >= 3 && !regs) st_fetch<64>(nxt, R, ldr, n, 0, c0);
+    for (int J = 0; !regs && J + 2 < C; ++J) {
         const bool wait = J > ready;   // (read before the barrier: written only after it)
         __syncthreads();
         st_stash<64>(tile, nxt);
@@ -1189,12 +1321,12 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     __syncthreads();
     if (tid == 0) flag_release(gflags + C);
     // the G_J the loop's looks at the flags did not cover, a thread each: G_{C-3} ..
-    // G_{C-1}, and for k = 1 G_{C-9} .. G_{C-1} (st_z_narrow took P_{C-8} .. P_{C-3} with
+    // G_{C-1}, and for k = 1 G_{C-9} .. G_{C-1} (st_z_regs took P_{C-8} .. P_{C-3} with
     // no look at the flags, which is where it saw the G_{J-1} before them)
     const int unseen = narrow ? ST_LL_LOOP + 1 : 3;
     if (tid < unseen && C - 1 - tid >= 0) flag_wait(gflags + C - 1 - tid);
     __syncthreads();
-    for (int J = narrow ? 0 : max(0, C - 3); J < C; ++J)
+    for (int J = regs ? 0 : max(0, C - 3); J < C; ++J)
         st_gram_add(g, Gs + (long)J * kp * kp, kp);
     // a segment that starts at C - 1 or C: the terms of the blocks of the chain before it
     // (P_J through Mx, as it is free now)
@@ -1488,7 +1620,7 @@ __device__ __forceinline__ int st_ticket(int* sync)
     return ticket;
 }
 
-template <typename T, bool NARROW>
+template <typename T, int KW>
 __device__ void st_update(const T* R, long ldr, T* out, long ldo, const T* W, long wq, long wc,
                           int n, int k, T sgn, T* P, T* F, T* Zs, T* Gs, int sb,
                           const int4* table, int* sync)
@@ -1499,38 +1631,41 @@ __device__ void st_update(const T* R, long ldr, T* out, long ldo, const T* W, lo
     if (t < nb) {
         // a block of the solve writes the zeros left of its diagonal block (the apply's
         // table has none), those it did not write while waiting once it is done
-        const int zt = st_solve<T, NARROW>(t, R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb,
+        const int zt = st_solve<T, KW>(t, R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb,
                                            sync, out, ldo);
         st_zero(out, ldo, t * ST_B, min(ST_B, n - t * ST_B), zt * ST_B, t * ST_B);
     } else st_apply(table[t - nb], true, R, ldr, out, ldo, W, wq, wc, n, k, P, F, Zs, 0, sync);
 }
 
 // The solve, and the solve and apply in one launch, for k = 1 (names ending in 1_f32,
-// 1_f64) and for other k, as separate kernels: in one body the loop and hand-off of k = 1
-// (st_z_narrow, st_ll_*) took registers from the rest and made the float update of k = 16
-// and 64 1 to 7 percent slower (H100).  In float, two blocks per SM (left alone, ptxas gave
-// the solve of k = 1 208 registers, the one launch 155).
-#define ST_KERNELS(NAME, T, NARROW, BOUND)                                                    \
+// 1_f64), for 1 < k <= 16 (16_f32, 16_f64) and for other k, as separate kernels (KW the
+// largest k): in one body the loop and hand-off of k = 1 (st_z_regs, st_ll_*) took
+// registers from the rest and made the float update of k = 16 and 64 1 to 7 percent
+// slower (H100).  In float, two blocks per SM (left alone, ptxas gave the solve of k = 1
+// 208 registers, the one launch 155).
+#define ST_KERNELS(NAME, T, KW, BOUND)                                                        \
     __global__ void __launch_bounds__(ST_NT, BOUND) structured_solve##NAME(                 \
         const T* R, long ldr, const T* W, long wq, long wc, int n, int k, T sgn, T* P,     \
         T* F, T* Zs, T* Gs, int sb, int* sync)                                             \
     {                                                                                      \
-        st_solve<T, NARROW>(st_ticket(sync), R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, Gs,   \
-                            sb, sync);                                                     \
+        st_solve<T, KW>(st_ticket(sync), R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb,   \
+                        sync);                                                             \
     }                                                                                      \
     __global__ void __launch_bounds__(ST_NT, BOUND) structured_update##NAME(                \
         const T* R, long ldr, T* out, long ldo, const T* W, long wq, long wc, int n, int k, \
         T sgn, T* P, T* F, T* Zs, T* Gs, int sb, const int4* table, int* sync)             \
     {                                                                                      \
-        st_update<T, NARROW>(R, ldr, out, ldo, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb,     \
-                             table, sync);                                                 \
+        st_update<T, KW>(R, ldr, out, ldo, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb, table,  \
+                         sync);                                                            \
     }
 
 extern "C" {
-ST_KERNELS(_f32, float, false, 2)
-ST_KERNELS(1_f32, float, true, 2)
-ST_KERNELS(_f64, double, false, 1)
-ST_KERNELS(1_f64, double, true, 1)
+ST_KERNELS(_f32, float, 64, 2)
+ST_KERNELS(16_f32, float, 16, 2)
+ST_KERNELS(1_f32, float, 1, 2)
+ST_KERNELS(_f64, double, 64, 1)
+ST_KERNELS(16_f64, double, 16, 1)
+ST_KERNELS(1_f64, double, 1, 1)
 __global__ void __launch_bounds__(ST_NT) structured_apply_f32(
     const float* R, long ldr, float* out, long ldo, const float* W, long wq, long wc, int n,
     int k, const float* P, const float* F, const float* Zs, const int4* table, int check,
