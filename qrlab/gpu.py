@@ -316,8 +316,9 @@ def _structured_plan(n, k, item, device, follow):
     The workspace holds P (npad x kp), z at each segment's start (segment 0 starts from
     W: unused), F (per 32 rows, (32 + kp) x 32) and G (per block, kp x kp), then the
     flags: ticket, fail, non-finite, zero, and per block flags for P, G, z written and F
-    written (ints), then for k = 1 P's rows as tagged words (64 per block, 8 or 16 bytes
-    each), zeroed with the flags."""
+    written (ints), then for k <= 16 P again, as words that say they have come (per
+    block, k = 1: 64 values beside tags, 8 or 16 bytes each; else 64 x 16 values), zeroed
+    with the flags."""
     kp = -(-k // 4) * 4
     nb, sb = _structured_blocks(n)
     npad, nseg = nb * 64, -(-nb // sb)
@@ -325,7 +326,8 @@ def _structured_plan(n, k, item, device, follow):
     values = (1 + nseg) * npad * kp + nf + nb * kp * kp
     parts = tuple(item * at for at in (0, npad * kp, (1 + nseg) * npad * kp,
                                        (1 + nseg) * npad * kp + nf))
-    sync_bytes = 4 * (4 + 4 * nb) + (nb * 64 * 2 * item if k == 1 else 0)
+    tagged = nb * 64 * (2 if k == 1 else 16) * item if k <= 16 else 0
+    sync_bytes = 4 * (4 + 4 * nb) + tagged
     words = values + -(-sync_bytes // item)
     solve, apply, both = _structured_kernels(item, 1 if k == 1 else 16 if k <= 16 else 64)
     smem1, smem2 = _structured_smem(item, kp)

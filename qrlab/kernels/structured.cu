@@ -768,57 +768,87 @@ __device__ __forceinline__ int st_load_acquire(const int* p)
     return v;
 }
 
-// P_C for k = 1 handed to blocks C + 1 and C + 2 as tagged words (NCCL's LL protocol):
-// each value beside a tag in one store of 8 bytes (a float and the tag; a double as two
-// halves, each beside a tag, in one store of 16), so that the value comes with the news
-// that it is there: no flag, no release, and one round trip to L2 instead of two.  The
-// words start zeroed; the tag is 1.
-template <typename T>
-__device__ __forceinline__ void st_ll_put(unsigned* w, T v)
+// P_C for k <= 16 handed to the blocks after C as words that say themselves that they
+// have come (NCCL's LL protocol), so that the value comes with the news that it is there:
+// no flag, no release, and one round trip to L2 instead of two.  The words start zeroed.
+// For k = 1 (TAGGED) each value lies beside a tag in one store (a float and the tag, 8
+// bytes; a double as two halves, each beside a tag, 16).  For k > 1 a word is the value
+// itself, its own flag (4 or 8 bytes, single-copy atomic; +0, all bits zero, is written
+// as -0): a lane there waits for 32 values at once, which with tags spilled registers.
+// (The same words for k = 1 made it 5 to 13 percent slower, A/B on an H100.)
+template <bool TAGGED, typename T>
+__device__ __forceinline__ void st_ll_put(T* w, T v)
 {
-    if constexpr (sizeof(T) == 4) {
+    if constexpr (TAGGED && sizeof(T) == 4) {
         asm volatile("st.volatile.global.v2.u32 [%0], {%1, %2};"
                      :: "l"(w), "r"(__float_as_uint(v)), "r"(1u) : "memory");
-    } else {
+    } else if constexpr (TAGGED) {
         const unsigned long long b = __double_as_longlong(v);
         asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};"
                      :: "l"(w), "r"((unsigned)b), "r"(1u), "r"((unsigned)(b >> 32)), "r"(1u)
                      : "memory");
+    } else if constexpr (sizeof(T) == 4) {
+        const unsigned b = __float_as_uint(v);
+        asm volatile("st.volatile.global.u32 [%0], %1;" :: "l"(w), "r"(b ? b : 0x80000000u)
+                     : "memory");
+    } else {
+        const unsigned long long b = __double_as_longlong(v);
+        asm volatile("st.volatile.global.u64 [%0], %1;" :: "l"(w), "l"(b ? b : 1ull << 63)
+                     : "memory");
     }
 }
 
-template <int N, typename T>
-__device__ __forceinline__ void st_ll_wait_rows(T v[N], const unsigned* w, long step)
+template <int N, bool TAGGED, typename T, typename Off, typename Ok>
+__device__ __forceinline__ void st_ll_wait(T v[N], const T* w, Off off, Ok ok)
 {
-    // v[u] = the tagged value at w + u * step, u < N: every load issued before any is
-    // looked at (one round trip to L2, not N), again until all carry the tag
-    constexpr int llw = sizeof(T) / 2;
+    // v[u] = the value off(u) past w (a tagged value takes two: TAGGED) once it has come
+    // (zero where !ok(u)), u < N: every load issued before any is looked at (one round
+    // trip to L2, not N), again until all have come.  (off(u) should fold to a constant,
+    // so that the loads need no address registers of their own.)
     bool all;
     do {
-        unsigned d[N][llw];
-#pragma unroll
-        for (int u = 0; u < N; ++u) {
-            if constexpr (sizeof(T) == 4)
-                asm volatile("ld.volatile.global.v2.u32 {%0, %1}, [%2];"
-                             : "=r"(d[u][0]), "=r"(d[u][1]) : "l"(w + u * step) : "memory");
-            else
-                asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-                             : "=r"(d[u][0]), "=r"(d[u][1]), "=r"(d[u][2]), "=r"(d[u][3])
-                             : "l"(w + u * step) : "memory");
-        }
         all = true;
 #pragma unroll
         for (int u = 0; u < N; ++u) {
-            if constexpr (sizeof(T) == 4) {
-                all &= d[u][1] == 1u;
-                v[u] = __uint_as_float(d[u][0]);
-            } else {
-                all &= d[u][1] == 1u && d[u][3] == 1u;
+            if (!ok(u)) {
+                v[u] = T(0);
+                continue;
+            }
+            const T* wu = w + (TAGGED ? 2 : 1) * off(u);
+            if constexpr (TAGGED && sizeof(T) == 4) {
+                unsigned d[2];
+                asm volatile("ld.volatile.global.v2.u32 {%0, %1}, [%2];"
+                             : "=r"(d[0]), "=r"(d[1]) : "l"(wu) : "memory");
+                all &= d[1] == 1u;
+                v[u] = __uint_as_float(d[0]);
+            } else if constexpr (TAGGED) {
+                unsigned d[4];
+                asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                             : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+                             : "l"(wu) : "memory");
+                all &= d[1] == 1u && d[3] == 1u;
                 v[u] = __longlong_as_double(
-                    (long long)(((unsigned long long)d[u][2] << 32) | d[u][0]));
+                    (long long)(((unsigned long long)d[2] << 32) | d[0]));
+            } else if constexpr (sizeof(T) == 4) {
+                unsigned d;
+                asm volatile("ld.volatile.global.u32 %0, [%1];" : "=r"(d) : "l"(wu) : "memory");
+                all &= d != 0u;
+                v[u] = __uint_as_float(d);
+            } else {
+                unsigned long long d;
+                asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(d) : "l"(wu) : "memory");
+                all &= d != 0ull;
+                v[u] = __longlong_as_double((long long)d);
             }
         }
     } while (!all);
+}
+
+template <int N, typename T>
+__device__ __forceinline__ void st_ll_wait_rows(T v[N], const T* w, int step)
+{
+    // st_ll_wait of the tagged values (k = 1) step apart from w
+    st_ll_wait<N, true>(v, w, [=](int u) { return u * step; }, [](int) { return true; });
 }
 
 template <typename T>
@@ -839,7 +869,7 @@ __device__ __forceinline__ T st_z_row(const T* zT, const T* red, int r)
 template <typename T>
 __device__ __forceinline__ void st_chain_narrow(int C, const T* zT, const T* red, T* yT, int kl,
                                                 const T* inv, const T* M2, const T* Mx,
-                                                const T* dsign, unsigned* ll)
+                                                const T* dsign, T* ll)
 {
     // The chain's step for k = 1, P_C = z R+_CC^{-1} - P_{C-2}^T M2 - P_{C-1}^T Mx (z from
     // zT and red, st_z_row; P_C goes to yT), with no barrier from z's shares being in red
@@ -849,7 +879,6 @@ __device__ __forceinline__ void st_chain_narrow(int C, const T* zT, const T* red
     // shuffles (each round halving the columns a lane holds), and lane 4c hands column
     // 8w + c on as soon as it has it.  Needs a barrier after red's writing; none at the
     // end.
-    constexpr int llw = sizeof(T) / 2;
     const int lane = threadIdx.x & 31, c = 8 * (threadIdx.x >> 5);
     T m[3][2][8];                             // [R_CC^-1, M2, Mx][row 2l + e][column c + j]
 #pragma unroll
@@ -870,7 +899,7 @@ __device__ __forceinline__ void st_chain_narrow(int C, const T* zT, const T* red
             p[0] = st_z_row(zT, red, 2 * lane);
             p[1] = st_z_row(zT, red, 2 * lane + 1);
         } else if (J >= 0) {
-            st_ll_wait_rows<2>(p, ll + ((long)J * ST_B + 2 * lane) * llw, llw);
+            st_ll_wait_rows<2>(p, ll + 2 * ((long)J * ST_B + 2 * lane), 1);
             p[0] = -p[0];
             p[1] = -p[1];
         } else {
@@ -897,7 +926,7 @@ __device__ __forceinline__ void st_chain_narrow(int C, const T* zT, const T* red
     // lane's column: bit 4 of the lane chose the upper 4, bit 3 the upper 2, bit 2 the upper 1
     const int col = c + ((lane >> 4) & 1) * 4 + ((lane >> 3) & 1) * 2 + ((lane >> 2) & 1);
     if ((lane & 3) == 0) {
-        st_ll_put(ll + ((long)C * ST_B + col) * llw, acc[0] * dsign[col]);
+        st_ll_put<true>(ll + 2 * ((long)C * ST_B + col), acc[0] * dsign[col]);
         yT[col * kl] = acc[0];
     }
 }
@@ -937,19 +966,46 @@ __device__ __forceinline__ void st_frag_fetch(T x[16], const T* R, long ldr, int
     }
 }
 
+template <typename T, int N>
+__device__ __forceinline__ int2 st_frag_a(int i)
+{
+    // (row, q) of a lane's A value i of P_J^T (of N: its rows of R's tile, or all 64 in
+    // st_chain_wide): float [k step s][e]: row 8 s + t + 4 (e / 2), q = g + 8 (e % 2);
+    // double [m][s]: row 4 s + t, q = g + 8 m
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    if constexpr (sizeof(T) == 4) return {8 * (i >> 2) + 4 * ((i >> 1) & 1) + t, g + 8 * (i & 1)};
+    else return {4 * (i % (N / 2)) + t, g + 8 * (i / (N / 2))};
+}
+
+template <typename T, int N>
+__device__ __forceinline__ int st_frag_off(int i, int r0, int kp)
+{
+    // where in a P_J (64 x kp) a lane's A value i lies (-1: q >= kp, a zero), rows from r0
+    const int2 rq = st_frag_a<T, N>(i);
+    return rq.y < kp ? (r0 + rq.x) * kp + rq.y : -1;
+}
+
+template <typename T>
+__device__ __forceinline__ int st_frag_slot(int r, int q)
+{
+    // where value (r, q) of P_J lies among its words for k > 1 (st_ll_put; 64 x 16 a block,
+    // whatever kp): A value i of lane l of st_chain_wide at 32 i + l, so that a lane's
+    // loads lie at constant offsets from one address (the loop's lanes read a part)
+    if constexpr (sizeof(T) == 4)
+        return 32 * (4 * (r >> 3) + 2 * ((r >> 2) & 1) + (q >> 3)) + 4 * (q & 7) + (r & 3);
+    else
+        return 32 * (16 * (q >> 3) + (r >> 2)) + 4 * (q & 7) + (r & 3);
+}
+
 template <typename T>
 __device__ __forceinline__ void st_frag_p(T a[8], const T* PJ, int kp)
 {
-    // this lane's 8 values of P_J (64 x kp, at PJ; A fragments of P_J^T, zero for q >= kp):
-    // float [k step s][e]: row 8 s + t + 4 (e / 2), q = g + 8 (e % 2); double [m][s]: row
-    // 4 s + t, q = g + 8 m
-    const int lane = threadIdx.x & 31, g = lane >> 2;
-    const int r = 16 * ((threadIdx.x >> 5) >> 1) + (lane & 3);
+    // this lane's 8 values of P_J (64 x kp, at PJ), from L2
+    const int r0 = 16 * (threadIdx.x >> 6);
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
-        const int ri = r + (sizeof(T) == 4 ? 8 * (i >> 2) + 4 * ((i >> 1) & 1) : 4 * (i & 3));
-        const int q = g + 8 * (sizeof(T) == 4 ? i & 1 : i >> 2);
-        a[i] = q < kp ? __ldcg(PJ + ri * kp + q) : T(0);
+        const int off = st_frag_off<T, 8>(i, r0, kp);
+        a[i] = off >= 0 ? __ldcg(PJ + off) : T(0);
     }
 }
 
@@ -1003,10 +1059,77 @@ __device__ __forceinline__ void st_frag_shares(T* red, const T acc[16])
     }
 }
 
+template <typename T>
+__device__ __forceinline__ void st_chain_wide(int C, const T* zT, int kl, int kp, T* yT,
+                                              const T* inv, const T* M2, const T* Mx,
+                                              const T* dsign, T* ll)
+{
+    // The chain's step for 1 < k <= 16, as st_chain_narrow's: P_C^T = z R+_CC^{-1} -
+    // P_{C-2}^T M2 - P_{C-1}^T Mx (P_C to yT) on the tensor cores (3xTF32 in float), warp w
+    // the columns 8 w .. 8 w + 8 and every q, its A values of P_{C-2} and P_{C-1} read by
+    // each lane from the tagged words (the 32 of a lane all in flight at once; with the
+    // B fragments in registers too, ptxas spilled), and lane (g, t) hands on P_C's rows
+    // 8 w + 2 t, + 1 at q = g, g + 8 as soon as it has them.  Needs a barrier after zT's
+    // writing; none at the end.
+    constexpr int NS = sizeof(T) == 4 ? 8 : 16;   // k steps
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int cw = 8 * (threadIdx.x >> 5);
+    auto ok = [=](int i) { return st_frag_a<T, 32>(i).y < kp; };
+    T acc[4][4] = {};                             // four sums over the k steps, then added
+#pragma unroll
+    for (int s3 = 0; s3 < 3; ++s3) {
+        const int J = C - 3 + s3;                 // (s3 > 0: P_{C-2}, P_{C-1})
+        const T* B = (s3 == 0 ? inv : s3 == 1 ? M2 : Mx) + t * ST_LD + cw + g;
+        T a[32];
+        if (s3 == 0) {
+#pragma unroll
+            for (int i = 0; i < 32; ++i) {
+                const int2 rq = st_frag_a<T, 32>(i);
+                a[i] = rq.y < kp ? zT[rq.x * kl + rq.y] : T(0);
+            }
+        } else if (J >= 0) {
+            st_ll_wait<32, false>(a, ll + (long)J * ST_B * 16 + lane, [](int i) { return 32 * i; },
+                                 ok);
+#pragma unroll
+            for (int i = 0; i < 32; ++i) a[i] = -a[i];
+        } else {
+            continue;
+        }
+#pragma unroll
+        for (int s = 0; s < NS; ++s) {
+            if constexpr (sizeof(T) == 4) {
+                unsigned ab[4], as[4], bb[2], bs[2];
+#pragma unroll
+                for (int e = 0; e < 4; ++e) st_tf32_split(a[4 * s + e], ab[e], as[e]);
+                st_tf32_split(B[8 * s * ST_LD], bb[0], bs[0]);
+                st_tf32_split(B[(8 * s + 4) * ST_LD], bb[1], bs[1]);
+                st_mma_tf32(acc[s & 3], as, bb);
+                st_mma_tf32(acc[s & 3], ab, bs);
+                st_mma_tf32(acc[s & 3], ab, bb);
+            } else {
+                const T bv = B[4 * s * ST_LD];
+#pragma unroll
+                for (int m = 0; m < 2; ++m)
+                    if (m == 0 || kp > 8) st_dmma(acc[s & 3] + 2 * m, a[16 * m + s], bv);
+            }
+        }
+    }
+    // C fragments: [e] at q = g + 8 (e / 2), column 8 w + 2 t + e % 2
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+        const int q = g + 8 * (e >> 1), col = cw + 2 * t + (e & 1);
+        const T y = (acc[0][e] + acc[1][e]) + (acc[2][e] + acc[3][e]);
+        if (q < kp) {
+            st_ll_put<false>(ll + (long)C * ST_B * 16 + st_frag_slot<T>(col, q), y * dsign[col]);
+            yT[col * kl + q] = y;
+        }
+    }
+}
+
 template <int KQ, typename T>
 __device__ int st_z_regs(int C, const T* __restrict__ R, long ldr, int n, const T* P, int kp,
                          int kl, const int* flags, const int* gflags, int* zflags,
-                         const unsigned* ll, int sb, T* zT, T* red, T* zout, long ldo, int h,
+                         const T* ll, int sb, T* zT, T* red, T* zout, long ldo, int h,
                          T* Zs, long npad, bool& finite)
 {
     // st_solve's loop over J < C - 2 for k <= 16 (KQ = 1 for k = 1, else 16),
@@ -1023,7 +1146,6 @@ __device__ int st_z_regs(int C, const T* __restrict__ R, long ldr, int n, const 
     const int tid = threadIdx.x, c = tid & 63, rt = tid >> 6, warp = tid >> 5;
     const int lane = tid & 31, c0 = C * ST_B;
     constexpr bool narrow = KQ == 1;
-    constexpr int llw = sizeof(T) / 2;                 // words of a tagged value
     const int kq = narrow ? 1 : KQ;
     __shared__ int zt_all, ready_all;
     if (tid == 0) {
@@ -1069,11 +1191,11 @@ __device__ int st_z_regs(int C, const T* __restrict__ R, long ldr, int n, const 
             __syncthreads();
             if (tid == 0) flag_release(zflags + C, J / sb);
         }
-        // k = 1: P_{C-8} .. P_{C-3} (ST_LL_LOOP) come as tagged words, as P_{C-2} and
-        // P_{C-1} do to st_chain_narrow, not through their flags: a flag, the look at it
+        // P_{C-8} .. P_{C-3} (ST_LL_LOOP) come as tagged words, as P_{C-2} and P_{C-1} do
+        // to the chain's step, not through their flags: for k = 1 a flag, the look at it
         // and P's load made the loop end about 3.6 us after block C - 3's step, later than
         // block C - 2's
-        const bool tagged = narrow && J + ST_LL_LOOP >= C;
+        const bool tagged = J + ST_LL_LOOP >= C;
         if (J > ready && !tagged) {
             // wait for the chain to reach J: warp 0 looks at the flags (and hands on what
             // it finds through shared memory, release and acquire), the others write
@@ -1101,8 +1223,16 @@ __device__ int st_z_regs(int C, const T* __restrict__ R, long ldr, int n, const 
         }
         // P_J (from the step before where it was known ready then), and P_{J+1} ahead
         // where it is known ready now
-        if (tagged && !have) {
-            st_ll_wait_rows<16>(p, ll + ((long)J * ST_B + rt) * llw, 4 * llw);
+        if (tagged && !have && narrow) {
+            st_ll_wait_rows<16>(p, ll + 2 * ((long)J * ST_B + rt), 4);
+        } else if (tagged && !have) {
+            // (the lane's values i of st_chain_wide: float 8 (w / 2) + i, double
+            // 16 (i / 4) + 4 (w / 2) + i % 4)
+            const int grp = warp >> 1;
+            const T* w = ll + (long)J * ST_B * 16 + lane + 32 * (sizeof(T) == 4 ? 8 : 4) * grp;
+            st_ll_wait<8, false>(p, w,
+                          [](int i) { return 32 * (sizeof(T) == 4 ? i : 16 * (i >> 2) + (i & 3)); },
+                          [=](int i) { return st_frag_a<T, 8>(i).y < kp; });
         } else if (have) {
 #pragma unroll
             for (int u = 0; u < 16; ++u) p[u] = pn[u];
@@ -1159,7 +1289,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     int* const gflags = flags + nb;
     int* const zflags = gflags + nb;   // the last segment whose z this block has written
     int* const done = zflags + nb;     // F written (or the block gave up)
-    unsigned* const ll = reinterpret_cast<unsigned*>(done + nb);   // k = 1: P as tagged words
+    T* const ll = reinterpret_cast<T*>(done + nb);    // k <= 16: P as words (st_ll_put)
     const int c0 = C * ST_B, h = min(ST_B, n - c0);
     const int tq = st_rows_per_thread(k);             // of a k x 64 product
     __shared__ int ready;                             // the last J known to be ready (loop
@@ -1292,9 +1422,11 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     // taken as soon as it comes, so that what is left after P_{C-1} is one product
     if (narrow)
         st_chain_narrow(C, zT, tile, yT, kl, inv, M2, Mx, dsign, ll);
+    else if (regs)
+        st_chain_wide(C, zT, kl, kp, yT, inv, M2, Mx, dsign, ll);
     else
         st_product(yT, 1, kl, zT, kl, inv, ST_LD, ST_B, k, ST_B, tq, T(1), false);
-    for (int J = max(0, C - 2); !narrow && J < C; ++J) {
+    for (int J = max(0, C - 2); !regs && J < C; ++J) {
         if (tid == 0) flag_wait(flags + J);
         __syncthreads();
         st_copy_in(tile, P + (long)J * ST_B * kp, ST_B * kp, kp, kl);
@@ -1321,9 +1453,9 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     __syncthreads();
     if (tid == 0) flag_release(gflags + C);
     // the G_J the loop's looks at the flags did not cover, a thread each: G_{C-3} ..
-    // G_{C-1}, and for k = 1 G_{C-9} .. G_{C-1} (st_z_regs took P_{C-8} .. P_{C-3} with
+    // G_{C-1}, and for k <= 16 G_{C-9} .. G_{C-1} (st_z_regs took P_{C-8} .. P_{C-3} with
     // no look at the flags, which is where it saw the G_{J-1} before them)
-    const int unseen = narrow ? ST_LL_LOOP + 1 : 3;
+    const int unseen = regs ? ST_LL_LOOP + 1 : 3;
     if (tid < unseen && C - 1 - tid >= 0) flag_wait(gflags + C - 1 - tid);
     __syncthreads();
     for (int J = regs ? 0 : max(0, C - 3); J < C; ++J)
