@@ -326,10 +326,11 @@ def _structured_plan(n, k, item, device, follow):
     values = (1 + nseg) * npad * kp + nf + nb * kp * kp
     parts = tuple(item * at for at in (0, npad * kp, (1 + nseg) * npad * kp,
                                        (1 + nseg) * npad * kp + nf))
-    tagged = nb * 64 * (2 if k == 1 else 16) * item if k <= 16 else 0
+    width = 1 if k == 1 else 16 if k <= 16 else 64       # the solve's kernels
+    tagged = nb * 64 * {1: 2, 16: 16, 64: 0}[width] * item
     sync_bytes = 4 * (4 + 4 * nb) + tagged
     words = values + -(-sync_bytes // item)
-    solve, apply, both = _structured_kernels(item, 1 if k == 1 else 16 if k <= 16 else 64)
+    solve, apply, both = _structured_kernels(item, width)
     smem1, smem2 = _structured_smem(item, kp)
     table = _structured_table(n, device, follow)
     if follow:

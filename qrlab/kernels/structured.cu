@@ -140,14 +140,23 @@
 // 7 to 15 percent in float (5 at n = 20000) and 5 to 9 in double up to n = 5000 (new
 // array), within 2 percent beyond.  (Double at n >= 10000, where the later blocks wait
 // for SMs, moved by -2 to +3 percent over these steps.)
+// For 1 < k <= 16 the same design, in kernels of their own (names ending in 16_f32,
+// 16_f64): the loop keeps its sums in registers with each warp's part of P_J^T R_JC on the
+// tensor cores (st_z_regs, st_frag_*), and the step is st_chain_wide, P_{C-8} .. P_{C-1}
+// coming as words that are their own flag.  A/B on an H100 (each build in its own process,
+// median of 9, L2 flushed, new array), k = 4 and 16, against the loop and step before:
+// float 0.83 to 0.90 of the time at n = 5000 and 0.86 to 0.92 at 10000, double 0.67 to
+// 0.72 and 0.80 to 0.88 (the loop and the step each measured against the one before, the
+// ratios multiplied; the same results to rounding).
 // Layout: R (leading dimension ldr), out (ldo) and W = V^T (k x n; strides wq, wc).  R's
 // strict lower triangle is not read, and its rows may have either sign (see st_solve).
 // P, and each segment of Zs: npad x kp (npad = 64 nb, kp = k rounded up to 4), row i = p_i
 // (times the sign of R[i][i]).  F: per 32 rows, (32 + kp) x 32: F[j][r] = M_II[r][j]
 // (times the sign of row j) and F[32 + q][r] = Wm_I[r][q].  Gs: per block, kp x kp.
 // sync: ints, zero: [ticket, fail, non-finite, zero diagonal, then per block a flag for P,
-// one for G, the last segment whose z it wrote, and F written], then for k = 1 the tagged
-// words of P (per block 64 of 8 bytes in float, 16 in double); a breakdown in column j
+// one for G, the last segment whose z it wrote, and F written], then for k <= 16 P's words
+// (st_ll_put; per block, k = 1: 64 values beside tags, else 64 x 16 values in the order
+// of st_chain_wide's fragments, st_frag_slot); a breakdown in column j
 // leaves n - j in sync[1] (the largest kept, so the first column), a zero R[j][j] n - j
 // in sync[3], a value of R or W that is not finite bit 1 or 2 in sync[2].
 
@@ -155,7 +164,7 @@
 #define ST_B 64      // rows and columns of a block of the solve
 #define ST_LD 68     // leading dimension of 64-column tiles in shared memory: rows 4 banks
                      // apart, so that the lanes splitting a product's sum do not collide
-#define ST_LL_LOOP 8 // k = 1: the loop over J < C - 2 takes P_J from the tagged words
+#define ST_LL_LOOP 8 // k <= 16: the loop over J < C - 2 takes P_J from their words
                      // for J >= C - ST_LL_LOOP (st_z_regs)
 
 __device__ int st_poll(const int* flags, const int* gflags, int from, int end)
@@ -1067,8 +1076,8 @@ __device__ __forceinline__ void st_chain_wide(int C, const T* zT, int kl, int kp
     // The chain's step for 1 < k <= 16, as st_chain_narrow's: P_C^T = z R+_CC^{-1} -
     // P_{C-2}^T M2 - P_{C-1}^T Mx (P_C to yT) on the tensor cores (3xTF32 in float), warp w
     // the columns 8 w .. 8 w + 8 and every q, its A values of P_{C-2} and P_{C-1} read by
-    // each lane from the tagged words (the 32 of a lane all in flight at once; with the
-    // B fragments in registers too, ptxas spilled), and lane (g, t) hands on P_C's rows
+    // each lane from their words (st_ll_wait; the 32 of a lane all in flight at once; with
+    // the B fragments in registers too, ptxas spilled), and lane (g, t) hands on P_C's rows
     // 8 w + 2 t, + 1 at q = g, g + 8 as soon as it has them.  Needs a barrier after zT's
     // writing; none at the end.
     constexpr int NS = sizeof(T) == 4 ? 8 : 16;   // k steps
