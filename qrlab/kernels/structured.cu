@@ -154,7 +154,8 @@
 // (times the sign of R[i][i]).  F: per 32 rows, (32 + kp) x 32: F[j][r] = M_II[r][j]
 // (times the sign of row j) and F[32 + q][r] = Wm_I[r][q].  Gs: per block, kp x kp.
 // sync: ints, zero: [ticket, fail, non-finite, zero diagonal, then per block a flag for P,
-// one for G, the last segment whose z it wrote, and F written], then for k <= 16 P's words
+// one for G, the last segment whose z it wrote, and F written, then the count of the
+// solve's blocks that are done and three ints unused], then for k <= 16 P's words
 // (st_ll_put; per block, k = 1: 64 values beside tags, else 64 x 16 values in the order
 // of st_chain_wide's fragments, st_frag_slot); a breakdown in column j
 // leaves n - j in sync[1] (the largest kept, so the first column), a zero R[j][j] n - j
@@ -162,6 +163,25 @@
 
 #define ST_NT 256    // threads per block
 #define ST_B 64      // rows and columns of a block of the solve
+// Built with -DQRLAB_PHASE_TIMES, the one launch (structured_update) records a
+// globaltimer stamp (ns) of each block at each phase in structured_stamps[ticket][slot]:
+// a block of the solve at 0 its start, 1 R_CC^{-1}, M2 and Mx made, 2 its loop over
+// J < C - 2 done, 3 P_C published, 4 G_C published, 5 F published, 6 its zeros written;
+// a job of the apply at 0 its start, 1 its first rows ready, 6 its end
+// (benchmarks/profile_structured.py reads them).
+#ifdef QRLAB_PHASE_TIMES
+#define ST_STAMPED 16384
+__device__ unsigned long long structured_stamps[ST_STAMPED][8];
+__shared__ int st_who;                        // the block's ticket
+__device__ __forceinline__ void st_stamp(int slot)
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    if (threadIdx.x == 0 && st_who < ST_STAMPED) structured_stamps[st_who][slot] = t;
+}
+#else
+__device__ __forceinline__ void st_stamp(int) {}
+#endif
 #define ST_LD 68     // leading dimension of 64-column tiles in shared memory: rows 4 banks
                      // apart, so that the lanes splitting a product's sum do not collide
 #define ST_LL_LOOP 8 // k <= 16: the loop over J < C - 2 takes P_J from their words
@@ -181,6 +201,19 @@ __device__ int st_poll(const int* flags, const int* gflags, int from, int end)
     const unsigned set = __ballot_sync(0xffffffff, J < end && flag_acquire(f) >= 1);
     const unsigned ok = set & (set >> 16);               // bit i: block from + i ready
     return from + __ffs(~ok) - 2;
+}
+
+__device__ int st_done_ready(const int* done, int from, int last)
+{
+    // By one warp, once block `from` has written its F (done[from]): the last J <= last
+    // such that blocks from .. J all have, lane i reading done[from + i]
+    int r;
+    do {
+        const int J = from + (threadIdx.x & 31);
+        const unsigned set = __ballot_sync(0xffffffff, J <= last && flag_acquire(done + J) >= 1);
+        r = ~set ? from + __ffs(~set) - 2 : from + 31;
+    } while (r < from);
+    return r;
 }
 
 __device__ int st_ready(const int* flags, const int* gflags, int from, int end)
@@ -1298,7 +1331,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     int* const gflags = flags + nb;
     int* const zflags = gflags + nb;   // the last segment whose z this block has written
     int* const done = zflags + nb;     // F written (or the block gave up)
-    T* const ll = reinterpret_cast<T*>(done + nb);    // k <= 16: P as words (st_ll_put)
+    T* const ll = reinterpret_cast<T*>(done + nb + 4);  // k <= 16: P as words (st_ll_put)
     const int c0 = C * ST_B, h = min(ST_B, n - c0);
     const int tq = st_rows_per_thread(k);             // of a k x 64 product
     __shared__ int ready;                             // the last J known to be ready (loop
@@ -1344,6 +1377,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
                    4, T(1), false);
     }
 
+    st_stamp(1);
     // S = I + sgn sum_{J<C} G_J, G_J = P_J^T P_J (kp x kp), which block J publishes after its
     // step of the chain (gflags): each thread sums its share as they come
     T g[16] = {};
@@ -1424,6 +1458,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
         if (J >= 1) st_gram_add(g, gv);
     }
     __syncthreads();
+    st_stamp(2);
     const bool zs_here = C >= 3 && (C - 2) % sb == 0;  // z at C - 2 starts a segment
 
     // the chain: P_C = z R+_CC^{-1} - P_{C-2}^T M2 - P_{C-1}^T Mx (M2 = R+_{C-2,C}
@@ -1449,6 +1484,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     if (narrow && tid < ST_B) zT[tid * kl] = st_z_row(zT, tile, tid);
     __syncthreads();
     if (tid == 0) flag_release(flags + C);
+    st_stamp(3);
     if (zs_here) {                     // (zT is z again here, for k = 1 too)
         st_copy_out(z_at((C - 2) / sb), zT, ST_B * kp, kp, kl);
         __syncthreads();
@@ -1461,6 +1497,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     st_product(Gs + (long)C * kp * kp, kp, 1, yT, kl, yT, kl, ST_B, kp, kp, tq, T(1), false);
     __syncthreads();
     if (tid == 0) flag_release(gflags + C);
+    st_stamp(4);
     // the G_J the loop's looks at the flags did not cover, a thread each: G_{C-3} ..
     // G_{C-1}, and for k <= 16 G_{C-9} .. G_{C-1} (st_z_regs took P_{C-8} .. P_{C-3} with
     // no look at the flags, which is where it saw the G_{J-1} before them)
@@ -1609,6 +1646,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     }
     __syncthreads();
     if (tid == 0) flag_release(done + C);
+    st_stamp(5);
     return zt;
 }
 
@@ -1709,12 +1747,21 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
     const long npad = (long)nb * ST_B;
     const int tq = st_rows_per_thread(k);
 
+    // follow: warp 0 keeps in `ready` the last block from r_begin's on whose F and P are
+    // known written, looking at up to 32 blocks' flags in one round trip to L2, and warp
+    // 1 waits for the segment's z beside it.  One thread looking at each block's flag as
+    // the rows reached it (a round trip per 64 rows while the block waited at a barrier)
+    // made the update into a new array 1 to 8 percent slower at n = 2000 to 10000 (H100,
+    // A/B with each build in its own process; float64, n = 5000, k = 1: 312 against
+    // 288 us), the apply's jobs being behind the chain there (in double the last of them
+    // start after it, with one block per SM: globaltimer stamps).
+    const int last = (r_end - 1) / ST_B;
+    int ready = r_begin / ST_B - 1;
     if (follow) {
-        if (tid == 0) {
-            if (seg > 0) flag_wait(zflags + job.x, seg);
-            flag_wait(done + r_begin / ST_B);
-        }
+        if (tid < 32) ready = st_done_ready(done, r_begin / ST_B, last);
+        else if (tid == 32 && seg > 0) flag_wait(zflags + job.x, seg);
         __syncthreads();
+        st_stamp(1);
     }
     for (int e = tid; e < kp * 64; e += ST_NT) {
         const int q = e / 64, c = e % 64;
@@ -1732,8 +1779,8 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
     st_fetch_vec<4 * sizeof(T) / 8>(pv, P + (long)r_begin * kp, np);
     for (int r0 = r_begin; r0 < r_end; r0 += 32) {
         // (the next 32 rows are prefetched below: their block's F and P must be there)
-        if (follow && tid == 0 && r0 + 32 < r_end && (r0 + 32) % ST_B == 0)
-            flag_wait(done + (r0 + 32) / ST_B);
+        if (follow && tid < 32 && r0 + 32 < r_end && (r0 + 32) / ST_B > ready)
+            ready = st_done_ready(done, (r0 + 32) / ST_B, last);
         __syncthreads();
         st_stash<32>(B, rt);
         st_stash_padded<6 * sizeof(T) / 8>(Ft, fv, nf, 32, fld);
@@ -1752,11 +1799,32 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
     }
 }
 
+__device__ void st_report(int* sync, int nb, int* found)
+{
+    // Once every block of the solve is done, the last one copies fail, non-finite and
+    // zero (sync[1 .. 3]: final by then) to `found`, host memory that the GPU writes, and
+    // then sets found[3]: the host sees how the update went as soon as the solve is over
+    // (the apply may still be writing), with no copy and no wait for the launch's end.
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        if (atomicAdd(sync + 4 + 4 * nb, 1) == nb - 1) {
+            volatile int* const host = found;
+            for (int i = 0; i < 3; ++i) host[i] = flag_acquire(sync + 1 + i);
+            __threadfence_system();
+            host[3] = 1;
+        }
+    }
+}
+
 __device__ __forceinline__ int st_ticket(int* sync)
 {
     // blocks numbered in the order they start, so that every block one waits for is running
     __shared__ int ticket;
     if (threadIdx.x == 0) ticket = atomicAdd(sync, 1);
+#ifdef QRLAB_PHASE_TIMES
+    if (threadIdx.x == 0) st_who = ticket;
+#endif
     __syncthreads();
     return ticket;
 }
@@ -1764,18 +1832,21 @@ __device__ __forceinline__ int st_ticket(int* sync)
 template <typename T, int KW>
 __device__ void st_update(const T* R, long ldr, T* out, long ldo, const T* W, long wq, long wc,
                           int n, int k, T sgn, T* P, T* F, T* Zs, T* Gs, int sb,
-                          const int4* table, int* sync)
+                          const int4* table, int* sync, int* found)
 {
     // the solve and the apply in one launch (out is not R): the first nb blocks solve, the
     // others apply, each as soon as the rows it needs are ready
     const int t = st_ticket(sync), nb = (n + ST_B - 1) / ST_B;
+    st_stamp(0);
     if (t < nb) {
         // a block of the solve writes the zeros left of its diagonal block (the apply's
         // table has none), those it did not write while waiting once it is done
         const int zt = st_solve<T, KW>(t, R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb,
                                            sync, out, ldo);
+        st_report(sync, nb, found);
         st_zero(out, ldo, t * ST_B, min(ST_B, n - t * ST_B), zt * ST_B, t * ST_B);
     } else st_apply(table[t - nb], true, R, ldr, out, ldo, W, wq, wc, n, k, P, F, Zs, 0, sync);
+    st_stamp(6);
 }
 
 // The solve, and the solve and apply in one launch, for k = 1 (names ending in 1_f32,
@@ -1787,17 +1858,18 @@ __device__ void st_update(const T* R, long ldr, T* out, long ldo, const T* W, lo
 #define ST_KERNELS(NAME, T, KW, BOUND)                                                        \
     __global__ void __launch_bounds__(ST_NT, BOUND) structured_solve##NAME(                 \
         const T* R, long ldr, const T* W, long wq, long wc, int n, int k, T sgn, T* P,     \
-        T* F, T* Zs, T* Gs, int sb, int* sync)                                             \
+        T* F, T* Zs, T* Gs, int sb, int* sync, int* found)                                 \
     {                                                                                      \
         st_solve<T, KW>(st_ticket(sync), R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb,   \
                         sync);                                                             \
+        st_report(sync, (n + ST_B - 1) / ST_B, found);                                     \
     }                                                                                      \
     __global__ void __launch_bounds__(ST_NT, BOUND) structured_update##NAME(                \
         const T* R, long ldr, T* out, long ldo, const T* W, long wq, long wc, int n, int k, \
-        T sgn, T* P, T* F, T* Zs, T* Gs, int sb, const int4* table, int* sync)             \
+        T sgn, T* P, T* F, T* Zs, T* Gs, int sb, const int4* table, int* sync, int* found) \
     {                                                                                      \
         st_update<T, KW>(R, ldr, out, ldo, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb, table,  \
-                         sync);                                                            \
+                         sync, found);                                                     \
     }
 
 extern "C" {

@@ -1,0 +1,118 @@
+"""Where the time of the structured Cholesky update goes: the chain, the blocks' own work
+and the apply's tail, from globaltimer stamps of every thread block.
+
+    PYTHONPATH=. python benchmarks/profile_structured.py [--n 5000 10000] [--k 1 16 64]
+                                                         [--out FILE.md]
+
+Runs ``qrlab.cholesky_update`` (into a new array: the solve and the apply in one launch,
+``qrlab/kernels/structured.cu``) with the kernels built with ``-DQRLAB_PHASE_TIMES``, so
+that each block records when it reaches each phase.  Per case, the median over --reps
+calls (each with fresh V and the L2 cache flushed) of, in microseconds from the first
+block's start:
+
+* ``set up``: block 0 has R_00^{-1}, M2 and Mx (every block makes its own at its start);
+* ``first P``, ``last P``: blocks 0 and nb - 1 publish P; ``step``: the median and 90th
+  percentile of the time between two blocks' P (the chain's step);
+* ``loop early``: the median of (block C's loop over J < C - 2 done) minus (P_{C-1}
+  published): negative when the block is ready before the chain reaches it;
+* ``F work``: the median time a block spends after its P (G, S, its factor of M, F);
+* ``last F``: the last block's F published;
+* ``apply end``: the last job of the apply done, ``last job start``: when the job that ended
+  last started (where it started after ``last P``, the apply was behind the chain);
+* ``call``: the whole call (CUDA events; the stamps add a few percent).
+"""
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+import cupy as cp
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
+
+import qrlab  # noqa: E402
+import qrlab.gpu as gpu  # noqa: E402
+from qrlab.backend import gpu_name  # noqa: E402
+
+COLUMNS = ["set up", "first P", "last P", "step", "step p90", "loop early", "F work",
+           "last F", "apply end", "last job start", "call"]
+
+
+def stamped_kernels():
+    """qrlab's kernels built with -DQRLAB_PHASE_TIMES, and their stamps (ticket x 8)."""
+    mod = cp.RawModule(code="\n".join(p.read_text() for p in gpu._SOURCES),
+                       options=("-std=c++17", "-DQRLAB_PHASE_TIMES"))
+    stamps = cp.ndarray((16384, 8), cp.uint64, mod.get_global("structured_stamps"))
+    return mod, stamps
+
+
+def one_call(R, V, stamps, flush):
+    """The phases of one update (a dict of COLUMNS, microseconds)."""
+    n = R.shape[0]
+    nb = -(-n // 64)
+    stamps.fill(0)
+    flush.fill(1.0)
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    start.record()
+    qrlab.cholesky_update(R, V)
+    end.record()
+    end.synchronize()
+    s = stamps.get().astype(np.int64)
+    used = int((s[:, 0] > 0).sum())
+    if used <= nb:
+        raise RuntimeError("no stamps of the apply: the update did not run in one stamped launch")
+    s = np.where(s > 0, s - s[:used, 0].min(), -1)[:used] / 1e3
+    solve, apply = s[:nb], s[nb:]
+    last_job = int(np.argmax(apply[:, 6]))
+    return {"set up": solve[0, 1], "first P": solve[0, 3], "last P": solve[-1, 3],
+            "step": np.median(np.diff(solve[:, 3])),
+            "step p90": np.percentile(np.diff(solve[:, 3]), 90),
+            "loop early": np.median(solve[1:, 2] - solve[:-1, 3]),
+            "F work": np.median(solve[:, 5] - solve[:, 3]), "last F": solve[-1, 5],
+            "apply end": apply[:, 6].max(), "last job start": apply[last_job, 0],
+            "call": 1e3 * cp.cuda.get_elapsed_time(start, end)}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--n", type=int, nargs="+", default=[5000, 10000])
+    p.add_argument("--k", type=int, nargs="+", default=[1, 16, 64])
+    p.add_argument("--dtypes", nargs="+", default=["float32", "float64"])
+    p.add_argument("--reps", type=int, default=8)
+    p.add_argument("--out", type=Path, help="also write the table to this markdown file")
+    args = p.parse_args(argv)
+    if any(k > gpu.GpuExecutor.structured_k_max for k in args.k):
+        p.error(f"k must be at most {gpu.GpuExecutor.structured_k_max} (one launch)")
+    mod, stamps = stamped_kernels()
+    gpu.kernels = lambda: mod            # (before the first update: the plans cache them)
+    flush = cp.empty(256 * 2**20 // 4, dtype=cp.float32)   # so no call starts with a warm L2
+    lines = [f"Phases of one structured update, us from the first block's start (median of "
+             f"{args.reps}; {gpu_name()})", "",
+             "| dtype | n | k | " + " | ".join(COLUMNS) + " |",
+             "|---|---|---|" + "---|" * len(COLUMNS)]
+    print("\n".join(lines), flush=True)
+    for name in args.dtypes:
+        dtype = np.dtype(name)
+        for n in args.n:
+            X = cp.random.standard_normal((n, n), dtype=dtype)
+            R = cp.ascontiguousarray(cp.linalg.cholesky(X.T @ X / n + cp.eye(n, dtype=dtype)).T)
+            del X
+            for k in args.k:
+                runs = []
+                for _ in range(args.reps):
+                    V = cp.random.standard_normal((n, k), dtype=dtype)
+                    runs.append(one_call(R, V * (0.9 / cp.linalg.norm(V)), stamps, flush))
+                row = (f"| {name} | {n} | {k} | " + " | ".join(
+                    f"{statistics.median(r[c] for r in runs):.1f}" for c in COLUMNS) + " |")
+                lines.append(row)
+                print(row, flush=True)
+    if args.out:
+        options = [a for a in sys.argv[1:] if a not in ("--out", str(args.out))]
+        args.out.write_text("Command: `python3 benchmarks/profile_structured.py "
+                            + " ".join(options + ["--out", "..."]) + "`\n\n"
+                            + "\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
