@@ -553,52 +553,59 @@ for n in sorted({r["n"] for r in rows}):
 # "chain of reflectors"), one launch of `qrlab/kernels/reflect.cu` per panel (column
 # "per-panel launches"), and the array-operation panels ($b = 256$) up to $n = 5000$.
 #
-# Plainly: **the update beats cuSOLVER's refactorization for every $k \le 64$ at every
-# $n$ from 1000 up, in both precisions**. At $n \ge 5000$ it is 7.5 to 58 times faster
-# with $\tilde A$'s forming included and 7.2 to 56 times without; the thinnest margin is
-# float32, $n = 5000$, $k = 64$. For $k = 256$ it wins from $n = 5000$ in both
-# precisions (1.7 to 5.2 times faster in float32, 2.3 to 3.8 in float64); at $n = 1000$
-# refactorizing is faster, at $n = 2000$ too in float64 (by about a tenth), and in
-# float32 the two are even there (within a few percent, less than two runs of the
-# benchmark differ by: this table may show either one ahead). The four passes at
-# $k = 256$ are 1.1 to 1.9 times faster than the one launch of the chain, and bring the
-# update within 4 times of the floor at $n = 10000$ and 20000 in float64 (3.84 and 3.21;
-# the chain sat at 6.6 and 5.4) and to 4.16 at $n = 20000$ in float32 (the chain 6.0).
-# For $k \le 64$ the structured method is 3.2 to 9.5 times faster than the chain of reflectors at
-# $n \ge 5000$. At $k \le 64$ and $n \ge 5000$ it sits 2.4 to 8.5 times above the floor (the chain
-# sat 7.5 to 54 times above): within 4 times at $n = 20000$ and 10000 in both precisions (float32
-# 3.0 to 3.8, float64 2.4 to 3.5), at $n = 5000$ in float64 for $k = 64$ (3.81; 4.30 and 4.24 for
-# $k = 1$ and 16), and furthest at $n = 5000$ in float32 (7.1 to 8.5). Runs of the benchmark
-# differ by a few percent on one machine and by up to 15 percent between machines, so the cases
-# near 4 may land on either side. For $k = 1$ the solve's blocks sum the terms of the blocks
-# before them with no barrier per block, and take the last two blocks' results as tagged words
-# (the value and the news that it is there in one store, so one round trip to L2 instead of two):
-# in one process, before against after, that took 6 to 10 percent off the update in float32 up to
-# $n = 10000$ and 10 to 15 in float64. Then the step itself went into registers and shuffles (no
-# block barrier between the previous block's result coming and this block's going), and the loop
-# takes the six results before those two as tagged words as well (their flags came several
-# microseconds after the words): another 25 to 36 percent off in float32 up to $n = 10000$ (12 at
-# 20000) and 13 to 29 in float64 up to $n = 5000$ (none beyond, where the later blocks wait for
-# SMs). For $1 < k \le 16$ the same two changes (the loop's sums in registers, each warp's part of
-# its products on the tensor cores; the step on the tensor cores, with each result handed on as
-# words that are their own flag) took 8 to 17 percent off in float32 and 12 to 33 in float64 at $n
-# = 5000$ and 10000. For $k = 1$ each block's factor of $M$ has a closed form (method C1 within
-# the block: a prefix sum of $x_i^2$ per row, no chain of 64 steps), which took 2 to 13 percent
-# off the update. The products run on the tensor cores: in float64 as DMMA, which took the update
-# at $n = 20000$ from 4.8, 9.0 and 16 ms to 4.0, 5.5 and 8.5 ms for $k = 1$, 16 and 64; in float32
-# for $k \ge 8$ in 3xTF32 (each value split into two TF32 parts, three products kept), which took
-# 15 to 18 percent off the update at $n = 5000$ and 10000 for $k = 16$ and 64, with the same
-# errors. For $k > 32$ each block's two triangular solves with the $k \times k$ factor of $S$ run
-# as products with its inverse (row by row they took 73 of the 170 us a block works after its step
-# at $k = 64$); with the hand-off's flag published by a release alone (no fence before it) that
-# took 2 to 12 percent off the update at $k = 64$. Into a new array the zeros below the diagonal
-# (half of what is written) are written by the solve's blocks while they wait for the chain, not
-# by the product's: that took 2.5 to 6.5 percent off the update at $n = 10000$ and 20000 for $k
-# \le 16$. What bounds it at $n = 5000$ is the solve's chain: a step costs 2.3 to 8 us per 64
-# columns (seeing the flag, loading the previous block from L2, one small product and its own
-# flag) when the block is ready for it (for $k = 1$ now about 1.8 us, median), and the slowest
-# tenth take 5 to 40 us because the block is still busy with the earlier blocks' terms; 79 steps
-# at $n = 5000$, while the product $M R$ alone would take 0.11 to 0.28 ms.
+# Plainly: **the update beats cuSOLVER's refactorization for every $k \le 64$ at every $n$ from
+# 1000 up, in both precisions**. At $n \ge 5000$ it is 7.6 to 60 times faster with $\tilde A$'s
+# forming included and 7.3 to 58 times without; the thinnest margin is float32, $n = 5000$,
+# $k = 64$. For $k = 256$ it wins from $n = 5000$ in both precisions (2.0 to 5.5 times faster in
+# float32, 2.5 to 4.0 in float64); at $n = 1000$ refactorizing is faster, at $n = 2000$ too in
+# float64 (by about a sixth), and in float32 the update wins there (by a quarter in this table;
+# runs before found the two even). The four passes at $k = 256$ are 1.2 to 2.1 times faster than
+# the one launch of the chain, and bring the update within 4 times of the floor at $n = 10000$
+# and 20000 in float64 (3.49 and 3.08; the chain sat at 6.7 and 5.4) and at $n = 20000$ in
+# float32 (3.95; the chain 5.8). For $k \le 64$ the structured method is 3.3 to 12 times faster
+# than the chain of reflectors at $n \ge 5000$. At $k \le 64$ and $n \ge 5000$ it sits 2.3 to
+# 8.4 times above the floor (the chain sat 7.6 to 65 times above): within 4 times at $n = 20000$
+# and 10000 in both precisions (float32 3.0 to 3.7, float64 2.3 to 3.7), at $n = 5000$ in
+# float64 for $k = 1$ and 64 (3.92 and 3.72; 4.04 for $k = 16$), and furthest at $n = 5000$ in
+# float32 (6.7 to 8.4). Runs of the benchmark differ by a few percent on one machine and by up
+# to 15 percent between machines, so the cases near 4 may land on either side. For $k = 1$ the
+# solve's blocks sum the terms of the blocks before them with no barrier per block, and take the
+# last two blocks' results as tagged words (the value and the news that it is there in one
+# store, so one round trip to L2 instead of two): in one process, before against after, that
+# took 6 to 10 percent off the update in float32 up to $n = 10000$ and 10 to 15 in float64. Then
+# the step itself went into registers and shuffles (no block barrier between the previous
+# block's result coming and this block's going), and the loop takes the six results before those
+# two as tagged words as well (their flags came several microseconds after the words): another
+# 25 to 36 percent off in float32 up to $n = 10000$ (12 at 20000) and 13 to 29 in float64 up to
+# $n = 5000$ (none beyond, where the later blocks wait for SMs). For $1 < k \le 16$ the same two
+# changes (the loop's sums in registers, each warp's part of its products on the tensor cores;
+# the step on the tensor cores, with each result handed on as words that are their own flag)
+# took 8 to 17 percent off in float32 and 12 to 33 in float64 at $n = 5000$ and 10000. For
+# $k = 1$ each block's factor of $M$ has a closed form (method C1 within the block: a prefix sum
+# of $x_i^2$ per row, no chain of 64 steps), which took 2 to 13 percent off the update. The
+# products run on the tensor cores: in float64 as DMMA, which took the update at $n = 20000$
+# from 4.8, 9.0 and 16 ms to 4.0, 5.5 and 8.5 ms for $k = 1$, 16 and 64; in float32 for
+# $k \ge 8$ in 3xTF32 (each value split into two TF32 parts, three products kept), which took 15
+# to 18 percent off the update at $n = 5000$ and 10000 for $k = 16$ and 64, with the same
+# errors. For $k > 32$ each block's two triangular solves with the $k \times k$ factor of $S$
+# run as products with its inverse (row by row they took 73 of the 170 us a block works after
+# its step at $k = 64$); with the hand-off's flag published by a release alone (no fence before
+# it) that took 2 to 12 percent off the update at $k = 64$. Into a new array the zeros below the
+# diagonal (half of what is written) are written by the solve's blocks while they wait for the
+# chain, not by the product's: that took 2.5 to 6.5 percent off the update at $n = 10000$ and
+# 20000 for $k \le 16$. The product's jobs look at the flags of up to 32 blocks of rows at once,
+# and the solve's last block writes the outcome (a breakdown, a zero on the diagonal, a value
+# not finite) to pinned host memory, which the host reads as soon as it is there: together 19 to
+# 27 us less a call at $n = 1000$ and 2000 and 2 to 13 percent less at 5000 and 10000. What
+# bounds it at $n = 5000$ is the solve's chain: a step costs 2.3 to 8 us per 64 columns (seeing
+# the flag, loading the previous block from L2, one small product and its own flag) when the
+# block is ready for it (for $k = 1$ now about 1.8 us, median), and the slowest tenth take 5 to
+# 40 us because the block is still busy with the earlier blocks' terms; 79 steps at $n = 5000$,
+# while the product $M R$ alone would take 0.11 to 0.28 ms. `benchmarks/profile_structured.py`
+# times each block's phases (its table is in `benchmarks/results/`): at $n = 5000$, $k = 1$ in
+# float32 the last block publishes its part of $P$ 165 us after the first block starts, its
+# factor of $M$ at 184, and the product ends at 209; in float64 at 200, 230 and 263, the product
+# behind the chain (one thread block per SM: its last job starts at 221).
 # The checks, on the committed numbers:
 
 # %%
