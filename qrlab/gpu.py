@@ -917,7 +917,9 @@ class GpuExecutor(Executor):
         Returns ``(fail, zero, nonfinite)``: the first column whose pivot failed, the
         first zero on the diagonal (each -1 if none) and whether a value of ``triu(R)``
         (bit 1) or ``W`` (bit 2) is not finite.  When any is set (the last only with
-        ``check_finite``) ``R`` is not written; a new ``out`` may hold partial values."""
+        ``check_finite``) ``R`` is not written; a new ``out`` may hold partial values.
+        It returns once the solve has reported them: the apply may still be running, and
+        work queued next on the stream follows it."""
         import cupy as cp
         n, k = R.shape[0], W.shape[0]
         dt = R.dtype
