@@ -533,6 +533,18 @@ __device__ __forceinline__ void st_mma_tf32(float c[4], const unsigned a[4], con
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+__device__ __forceinline__ void st_mma_3xtf32(float c[4], const unsigned ab[4],
+                                              const unsigned as[4], float b0, float b1)
+{
+    // c += A B in 3xTF32, A split already (big ab, small as), B's two values split here
+    unsigned bb[2], bs[2];
+    st_tf32_split(b0, bb[0], bs[0]);
+    st_tf32_split(b1, bb[1], bs[1]);
+    st_mma_tf32(c, as, bb);
+    st_mma_tf32(c, ab, bs);
+    st_mma_tf32(c, ab, bb);
+}
+
 __device__ void st_product_tf32(float* out, int oq, int oc, const float* At, int lda,
                                 const float* B, int ldb, int K, int rows, float sgn,
                                 bool accumulate, int czero, int aq)
@@ -1063,14 +1075,8 @@ __device__ __forceinline__ void st_frag_mma(T acc[16], const T a[8], const T x[1
 #pragma unroll
             for (int e = 0; e < 4; ++e) st_tf32_split(a[4 * s + e], ab[e], as[e]);
 #pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                unsigned bb[2], bs[2];
-                st_tf32_split(x[8 * s + 2 * j], bb[0], bs[0]);
-                st_tf32_split(x[8 * s + 2 * j + 1], bb[1], bs[1]);
-                st_mma_tf32(acc + 4 * j, as, bb);
-                st_mma_tf32(acc + 4 * j, ab, bs);
-                st_mma_tf32(acc + 4 * j, ab, bb);
-            }
+            for (int j = 0; j < 4; ++j)
+                st_mma_3xtf32(acc + 4 * j, ab, as, x[8 * s + 2 * j], x[8 * s + 2 * j + 1]);
         }
     } else {
 #pragma unroll
@@ -1140,14 +1146,10 @@ __device__ __forceinline__ void st_chain_wide(int C, const T* zT, int kl, int kp
 #pragma unroll
         for (int s = 0; s < NS; ++s) {
             if constexpr (sizeof(T) == 4) {
-                unsigned ab[4], as[4], bb[2], bs[2];
+                unsigned ab[4], as[4];
 #pragma unroll
                 for (int e = 0; e < 4; ++e) st_tf32_split(a[4 * s + e], ab[e], as[e]);
-                st_tf32_split(B[8 * s * ST_LD], bb[0], bs[0]);
-                st_tf32_split(B[(8 * s + 4) * ST_LD], bb[1], bs[1]);
-                st_mma_tf32(acc[s & 3], as, bb);
-                st_mma_tf32(acc[s & 3], ab, bs);
-                st_mma_tf32(acc[s & 3], ab, bb);
+                st_mma_3xtf32(acc[s & 3], ab, as, B[8 * s * ST_LD], B[(8 * s + 4) * ST_LD]);
             } else {
                 const T bv = B[4 * s * ST_LD];
 #pragma unroll
