@@ -187,6 +187,16 @@ __device__ __forceinline__ void st_stamp(int) {}
 #define ST_LL_LOOP 8 // k <= 16: the loop over J < C - 2 takes P_J from their words
                      // for J >= C - ST_LL_LOOP (st_z_regs)
 
+// The per-block ints of sync (see the layout above): part 0 the P flags, 1 the G flags,
+// 2 the last segment whose z a block wrote, 3 F written; part 4 starts the count of the
+// solve's blocks that are done (4 ints), after which come P's words for k <= 16
+enum { ST_P_FLAGS, ST_G_FLAGS, ST_Z_FLAGS, ST_DONE, ST_COUNT };
+template <typename I>
+__device__ __forceinline__ I* st_sync_part(I* sync, int nb, int part)
+{
+    return sync + 4 + part * nb;
+}
+
 __device__ int st_poll(const int* flags, const int* gflags, int from, int end)
 {
     // By one warp: the last J' < end such that blocks from .. J' have all published P_J
@@ -1329,11 +1339,13 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     const int nb = (n + ST_B - 1) / ST_B;
     const long npad = (long)nb * ST_B;
     int* const fail = sync + 1;
-    int* const flags = sync + 4;
-    int* const gflags = flags + nb;
-    int* const zflags = gflags + nb;   // the last segment whose z this block has written
-    int* const done = zflags + nb;     // F written (or the block gave up)
-    T* const ll = reinterpret_cast<T*>(done + nb + 4);  // k <= 16: P as words (st_ll_put)
+    int* const flags = st_sync_part(sync, nb, ST_P_FLAGS);
+    int* const gflags = st_sync_part(sync, nb, ST_G_FLAGS);
+    int* const zflags = st_sync_part(sync, nb, ST_Z_FLAGS);  // the last segment whose z
+                                                             //   this block has written
+    int* const done = st_sync_part(sync, nb, ST_DONE);       // F written (or it gave up)
+    T* const ll = reinterpret_cast<T*>(st_sync_part(sync, nb, ST_COUNT) + 4);  // k <= 16:
+                                                             //   P as words (st_ll_put)
     const int c0 = C * ST_B, h = min(ST_B, n - c0);
     const int tq = st_rows_per_thread(k);             // of a k x 64 product
     __shared__ int ready;                             // the last J known to be ready (loop
@@ -1734,8 +1746,8 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
     if (!follow && (vs[1] != 0 || vs[3] != 0 || (check && vs[2] != 0))) return;
     const int kp = (k + 3) & ~3, tid = threadIdx.x;
     const int nb = (n + ST_B - 1) / ST_B;
-    const int* const zflags = sync + 4 + 2 * nb;
-    const int* const done = zflags + nb;
+    const int* const zflags = st_sync_part(sync, nb, ST_Z_FLAGS);
+    const int* const done = st_sync_part(sync, nb, ST_DONE);
     const int c0 = job.x * ST_B, seg = job.y, r_begin = job.z, r_end = job.w;
     if (seg < 0) {
         st_zero(out, ldo, r_begin, r_end - r_begin, c0, min(c0 + ST_B, n));
@@ -1810,7 +1822,7 @@ __device__ void st_report(int* sync, int nb, int* found)
     __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence();
-        if (atomicAdd(sync + 4 + 4 * nb, 1) == nb - 1) {
+        if (atomicAdd(st_sync_part(sync, nb, ST_COUNT), 1) == nb - 1) {
             volatile int* const host = found;
             for (int i = 0; i < 3; ++i) host[i] = flag_acquire(sync + 1 + i);
             __threadfence_system();
