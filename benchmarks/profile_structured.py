@@ -7,8 +7,8 @@ and the apply's tail, from globaltimer stamps of every thread block.
 Runs ``qrlab.cholesky_update`` (into a new array: the solve and the apply in one launch,
 ``qrlab/kernels/structured.cu``) with the kernels built with ``-DQRLAB_PHASE_TIMES``, so
 that each block records when it reaches each phase.  Per case, the median over --reps
-calls (each with fresh V and the L2 cache flushed) of, in microseconds from the first
-block's start:
+calls after one to warm up (each with fresh V and the L2 cache flushed) of, in
+microseconds from the first block's start:
 
 * ``set up``: block 0 has R_00^{-1}, M2 and Mx (every block makes its own at its start);
 * ``first P``, ``last P``: blocks 0 and nb - 1 publish P; ``step``: the median and 90th
@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 import qrlab  # noqa: E402
 import qrlab.gpu as gpu  # noqa: E402
+from profile_panels import timed_kernels  # noqa: E402  (the module built with the stamps)
 from qrlab.backend import gpu_name  # noqa: E402
 
 COLUMNS = ["set up", "first P", "last P", "step", "step p90", "loop early", "F work",
@@ -41,10 +42,8 @@ COLUMNS = ["set up", "first P", "last P", "step", "step p90", "loop early", "F w
 
 def stamped_kernels():
     """qrlab's kernels built with -DQRLAB_PHASE_TIMES, and their stamps (ticket x 8)."""
-    mod = cp.RawModule(code="\n".join(p.read_text() for p in gpu._SOURCES),
-                       options=("-std=c++17", "-DQRLAB_PHASE_TIMES"))
-    stamps = cp.ndarray((16384, 8), cp.uint64, mod.get_global("structured_stamps"))
-    return mod, stamps
+    mod = timed_kernels()
+    return mod, cp.ndarray((16384, 8), cp.uint64, mod.get_global("structured_stamps"))
 
 
 def one_call(R, V, stamps, flush):
@@ -100,9 +99,11 @@ def main(argv=None):
             del X
             for k in args.k:
                 runs = []
-                for _ in range(args.reps):
+                for rep in range(args.reps + 1):          # (the first one warms up)
                     V = cp.random.standard_normal((n, k), dtype=dtype)
-                    runs.append(one_call(R, V * (0.9 / cp.linalg.norm(V)), stamps, flush))
+                    phases = one_call(R, V * (0.9 / cp.linalg.norm(V)), stamps, flush)
+                    if rep > 0:
+                        runs.append(phases)
                 row = (f"| {name} | {n} | {k} | " + " | ".join(
                     f"{statistics.median(r[c] for r in runs):.1f}" for c in COLUMNS) + " |")
                 lines.append(row)
