@@ -704,7 +704,10 @@ __device__ int st_cholesky(T* A, int rows, int la, int cols, T* rsd)
     // rows, not 64) its first version took 18 us in float, and the last one made the
     // update (A/B in one process, n = 5000 and 10000, k = 1, 16, 64) 0.6 to 3.6 percent
     // faster in float and from 3.3 faster to 1.6 slower in double: not enough for the
-    // code it takes.
+    // code it takes.  Keeping a thread's rows in registers (32 predicated slots, row
+    // j + 1 handed on through A after step j) made that work twice as long at k = 16 and
+    // 64 (n = 5000: 61 to 133 us in float, 52 to 118 in double) and the update 4 to 38
+    // percent slower (H100, A/B).
     const int hs = ST_NT / cols, c = threadIdx.x % cols, h0 = threadIdx.x / cols;
     const int last = h0 >= hs ? -1 : c >= rows ? rows - 1 : c;
     int i0 = h0;                                      // this thread's first row below j
@@ -817,6 +820,57 @@ __device__ __forceinline__ void st_gram_add(T g[16], const T* G, int kp)
     int4 v[sizeof(T)];
     st_gram_fetch<T>(v, G, kp);
     st_gram_add(g, v);
+}
+
+template <typename T>
+__device__ void st_gram_sum(T g[16], const T* Gs, int kp, int count, T* red)
+{
+    // g = this thread's share of G_0 + ... + G_{count-1} (kp <= 16, so that a share is
+    // one chunk, and only threads below kp * kp / per have one), all threads reading:
+    // groups of threads take every groups-th G_J, four loads in flight each, and the
+    // groups' sums meet in red (shared, ST_NT chunks).  One thread a chunk, one G_J after
+    // another, had been a round trip to L2 per block before this one: against that, on an
+    // H100 (A/B with each build in its own process, k = 1 and 16, new array), the update
+    // took 1.3 to 5.2 percent less time in float (n = 2000 to 10000) and 2 to 4 in double
+    // (n = 2000 and 5000; within 0.4 at 10000), and a block's work after its step at
+    // n = 5000 went from 17 to 12 us (float, k = 1), 24 to 13 (double, k = 1) and 63 to 52
+    // (double, k = 16).  (For k > 16 the loop over J < C - 2 sums the G_J as they come.)
+    constexpr int per = 16 / sizeof(T);
+    const int nv = kp * kp / per, tid = threadIdx.x;
+    int width = 1;                                   // chunks per group: a power of 2
+    while (width < nv) width *= 2;
+    const int groups = ST_NT / width, grp = tid / width, ch = tid % width;
+    T s[per] = {};
+    if (ch < nv) {
+        const int4* src = reinterpret_cast<const int4*>(Gs) + ch;
+        const long step = (long)kp * kp / per;
+        int J = grp;
+        for (; J + 3 * groups < count; J += 4 * groups) {
+            int4 v[4];
+#pragma unroll
+            for (int u = 0; u < 4; ++u) v[u] = __ldcg(src + (J + u * groups) * step);
+#pragma unroll
+            for (int u = 0; u < 4; ++u)
+#pragma unroll
+                for (int e = 0; e < per; ++e) s[e] += reinterpret_cast<const T*>(&v[u])[e];
+        }
+        for (; J < count; J += groups) {
+            const int4 v = __ldcg(src + J * step);
+#pragma unroll
+            for (int e = 0; e < per; ++e) s[e] += reinterpret_cast<const T*>(&v)[e];
+        }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int e = 0; e < per; ++e) red[tid * per + e] = s[e];
+    __syncthreads();
+    if (tid < nv)
+        for (int q = 1; q < groups; ++q)
+#pragma unroll
+            for (int e = 0; e < per; ++e) s[e] += red[(q * width + tid) * per + e];
+#pragma unroll
+    for (int e = 0; e < per; ++e) g[e] = tid < nv ? s[e] : T(0);
+    __syncthreads();
 }
 
 __device__ __forceinline__ void st_store_release(int* p, int v)
@@ -1518,8 +1572,11 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     const int unseen = regs ? ST_LL_LOOP + 1 : 3;
     if (tid < unseen && C - 1 - tid >= 0) flag_wait(gflags + C - 1 - tid);
     __syncthreads();
-    for (int J = regs ? 0 : max(0, C - 3); J < C; ++J)
-        st_gram_add(g, Gs + (long)J * kp * kp, kp);
+    if constexpr (regs)
+        st_gram_sum(g, Gs, kp, C, M2);
+    else
+        for (int J = max(0, C - 3); J < C; ++J)
+            st_gram_add(g, Gs + (long)J * kp * kp, kp);
     // a segment that starts at C - 1 or C: the terms of the blocks of the chain before it
     // (P_J through Mx, as it is free now)
     const int sl = C / sb;
