@@ -562,12 +562,12 @@ for n in sorted({r["n"] for r in rows}):
 # runs before found the two even). The four passes at $k = 256$ are 1.2 to 2.1 times faster than
 # the one launch of the chain, and bring the update within 4 times of the floor at $n = 10000$
 # and 20000 in float64 (3.49 and 3.08; the chain sat at 6.7 and 5.4) and at $n = 20000$ in
-# float32 (3.95; the chain 5.8). For $k \le 64$ the structured method is 3.3 to 11 times faster
+# float32 (3.95; the chain 5.8). For $k \le 64$ the structured method is 3.3 to 12 times faster
 # than the chain of reflectors at $n \ge 5000$. At $k \le 64$ and $n \ge 5000$ it sits 2.3 to
 # 8.3 times above the floor (the chain sat 7.6 to 65 times above): within 4 times at $n = 20000$
-# and 10000 in both precisions (float32 2.9 to 3.8, float64 2.3 to 3.3), at $n = 5000$ in
-# float64 (3.80, 3.92 and 3.71 for $k = 1$, 16 and 64), and furthest at $n = 5000$ in float32
-# (6.3 to 8.3). Runs of the benchmark differ by a few percent on one machine and by up
+# and 10000 in both precisions (float32 2.9 to 3.7, float64 2.3 to 3.4), at $n = 5000$ in
+# float64 (3.74, 3.93 and 3.69 for $k = 1$, 16 and 64), and furthest at $n = 5000$ in float32
+# (6.1 to 8.3). Runs of the benchmark differ by a few percent on one machine and by up
 # to 15 percent between machines, so the cases near 4 may land on either side. For $k = 1$ the
 # solve's blocks sum the terms of the blocks before them with no barrier per block, and take the
 # last two blocks' results as tagged words (the value and the news that it is there in one
@@ -600,7 +600,10 @@ for n in sorted({r["n"] for r in rows}):
 # $k \le 16$ each block sums the $k \times k$ terms $P_J^T P_J$ of the blocks before it with all
 # its threads, many reads in flight, not one block's term after another: 1.3 to 5 percent off the
 # update, and at $n = 5000$ a block's work after its step from 17 to 12 us (float32, $k = 1$)
-# and from 63 to 52 us (float64, $k = 16$). What
+# and from 63 to 52 us (float64, $k = 16$). In float64, where the solve's blocks leave the
+# product few SMs (one thread block per SM), the product's jobs are shorter up to $n = 5120$
+# (5 blocks of 64 rows, not 8), so that fewer of them hold an SM while they wait: 0.5 to 5
+# percent off the update at $n = 2000$ to 5000. What
 # bounds it at $n = 5000$ is the solve's chain: a step costs 2.3 to 8 us per 64 columns (seeing
 # the flag, loading the previous block from L2, one small product and its own flag) when the
 # block is ready for it (for $k = 1$ now about 1.8 us, median), and the slowest tenth take 5 to
@@ -928,7 +931,7 @@ print("stationary window: q='none' error below 100 cond(A) eps at every cond: Tr
 #   Cholesky factor of $I \pm P P^T$, $P = R^{-T} V$: a triangular solve 64 rows a
 #   step, and matrix products that follow it in the same launch. On the H100 that beats
 #   cuSOLVER's refactorization for every $k \le 64$ from $n = 1000$ (up to 60 times at
-#   $n = 20000$). At $n \ge 5000$ it runs 3.3 to 11 times faster than the chain of $n$
+#   $n = 20000$). At $n \ge 5000$ it runs 3.3 to 12 times faster than the chain of $n$
 #   dependent reflectors (which $k = 256$ still uses below $n = 5000$), and 2.3 to 8.3
 #   times above the bandwidth floor: within 4 times at $n \ge 10000$ in both precisions
 #   and at $n = 5000$ in float64; at $n = 5000$ in float32 the chain of 79 steps bounds it.
