@@ -185,8 +185,9 @@ def _structured_blocks(n, item):
     jobs keep up with the chain better there.  On an H100 (A/B with each build in its own
     process, k = 1, 16, 64, new array) 5 against 8 took the update in double to 0.95 to
     0.97 of the time at n = 2000, 0.96 to 0.98 at 3000 and 0.97 to 0.995 at 5000 (in
-    place 0.95 to 0.997); patched in one process it had left float within 1 percent at
-    n = 5000 and made double at n = 10000 1 to 9 percent slower (segments of 3 to 6)."""
+    place 0.95 to 0.997); patched in one process it had left float within 1.2 percent
+    at n = 5000 and made double at n = 10000 0.5 to 9 percent slower (segments of 3 to
+    6)."""
     nb = -(-n // 64)
     return nb, 5 if item == 8 and nb <= 80 else max(8, -(-nb // 16))
 
