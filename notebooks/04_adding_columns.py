@@ -218,7 +218,7 @@ for r in live:
 # NBVAL_IGNORE_OUTPUT
 faster = [r["k"] for r in live if r["speedup_gels"] > 1]
 if len(faster) == len(live):
-    print(f"On this machine updating is faster than recomputing for every k tried.")
+    print("On this machine updating is faster than recomputing for every k tried.")
 elif faster:
     print(f"On this machine updating is faster than recomputing for k >= {min(faster)} "
           f"(of n = {n_t}), slower for smaller k: the Givens stage grows with n - k.")

@@ -32,7 +32,6 @@ import numpy as np
 import qrlab
 import qrlab.config
 from qrlab.accuracy import PAPER_SERIAL, accuracy_table
-from qrlab.backend import to_numpy
 
 xp = qrlab.default_module()
 EPS = {"float32": float(np.finfo(np.float32).eps), "float64": float(np.finfo(np.float64).eps)}
