@@ -841,6 +841,10 @@ __device__ void st_gram_sum(T g[16], const T* Gs, int kp, int count, T* red)
     while (width < nv) width *= 2;
     const int groups = ST_NT / width, grp = tid / width, ch = tid % width;
     T s[per] = {};
+    auto add = [&](const int4& v) {
+#pragma unroll
+        for (int e = 0; e < per; ++e) s[e] += reinterpret_cast<const T*>(&v)[e];
+    };
     if (ch < nv) {
         const int4* src = reinterpret_cast<const int4*>(Gs) + ch;
         const long step = (long)kp * kp / per;
@@ -850,15 +854,9 @@ __device__ void st_gram_sum(T g[16], const T* Gs, int kp, int count, T* red)
 #pragma unroll
             for (int u = 0; u < 4; ++u) v[u] = __ldcg(src + (J + u * groups) * step);
 #pragma unroll
-            for (int u = 0; u < 4; ++u)
-#pragma unroll
-                for (int e = 0; e < per; ++e) s[e] += reinterpret_cast<const T*>(&v[u])[e];
+            for (int u = 0; u < 4; ++u) add(v[u]);
         }
-        for (; J < count; J += groups) {
-            const int4 v = __ldcg(src + J * step);
-#pragma unroll
-            for (int e = 0; e < per; ++e) s[e] += reinterpret_cast<const T*>(&v)[e];
-        }
+        for (; J < count; J += groups) add(__ldcg(src + J * step));
     }
     __syncthreads();
 #pragma unroll
