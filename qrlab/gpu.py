@@ -325,9 +325,8 @@ def _structured_plan(n, k, item, device, follow):
     W: unused), F (per 32 rows, (32 + kp) x 32) and G (per block, kp x kp), then the
     flags: ticket, fail, non-finite, zero, per block flags for P, G, z written and F
     written, and a count of the solve's blocks done (ints, padded to 16 bytes), then for
-    k <= 16 P again, as words that say they have come (per
-    block, k = 1: 64 values beside tags, 8 or 16 bytes each; else 64 x 16 values), zeroed
-    with the flags."""
+    k <= 16 P again, as words that say they have come (per block, k = 1: 64 values beside
+    tags, 8 or 16 bytes each; else 64 x 16 values), zeroed with the flags."""
     kp = -(-k // 4) * 4
     nb, sb = _structured_blocks(n, item)
     npad, nseg = nb * 64, -(-nb // sb)
