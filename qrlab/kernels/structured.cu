@@ -48,6 +48,17 @@
 // time at n = 5000 and 10000 for k = 16 and 64, and 6 to 12 percent less at n = 20000.
 // With them a step of the chain (n = 10000, one launch) takes 3.6 us for k = 16 and 7.9
 // for k = 64 (5.1 and 10.6 by FMA), the k = 64 product in it still 4.0 us.
+// In double those products and the apply's (st_apply_out) are DMMA m16n8k4, each warp
+// with four independent sums (before: m8n8k4, which an H100 issues at half the rate):
+// with the chain's products given their sizes as constants, a step of the k = 64 chain
+// at n = 5000 went from 7.5 to 5.5 us (its product 3.5 to 1.75; a globaltimer stamp at
+// each part of it), and the update took 0.81 to 0.90 of the time for k = 64, 0.87 to
+// 0.88 for k = 16, 0.97 to 0.98 for k = 1 and 0.82 to 0.90 for k = 256 (n = 5000 and
+// 10000, A/B with each build in its own process, median of 9 with L2 flushed, new array;
+// the same results bit for bit).  The same layout in float (3xTF32, warps 2 x 4) made the
+// product 1.5 times as fast alone on an SM but the update of k <= 16 up to 6 percent
+// slower (registers: spills in the k <= 16 kernels) and k = 64 only 3 percent faster, so
+// float kept its layout.  A block of the k = 64 chain publishes P_C four values a move.
 //
 // Measured on an H100 (float, products by FMA, timestamps in the kernel): in one launch a
 // step of the chain takes about 2.8 us for k = 1, 6 for k = 16 and 11.5 for k = 64, 10 to
@@ -462,59 +473,61 @@ __device__ void st_product_tq(T* out, int oq, int oc, const T* At, int lda, cons
     }
 }
 
+__device__ __forceinline__ void st_dmma16(double c[4], double a0, double a1, double b)
+{
+    // the same for a 16 x 4 tile of A and a 16 x 8 tile of C (m16n8k4): lane (g, t) holds
+    // A[g][t] (a0), A[g + 8][t] (a1), B[t][g] and C[g (+8)][2t + e], e = 0, 1
+    asm("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
+        "{%0, %1, %2, %3};"
+        : "+d"(c[0]), "+d"(c[1]), "+d"(c[2]), "+d"(c[3])
+        : "d"(a0), "d"(a1), "d"(b));
+}
+
+template <bool FIX>
 __device__ void st_product_dmma(double* out, int oq, int oc, const double* At, int lda,
                                 const double* B, int ldb, int K, int rows, double sgn,
                                 bool accumulate, int czero, int aq)
 {
-    // st_product for 64 columns and K a multiple of 4, by DMMA: the warps 2 x 4, warp
-    // (h, v) = (w / 4, w % 4) the tiles of 8 rows h, h + 2, ... and of columns
-    // 16 v .. 16 v + 16 (so that each load of A serves two products and each load of B up
-    // to four)
-    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-    const int h = w >> 2, cw = 16 * (w & 3), nq = (rows + 7) / 8;
-    double acc[4][2][2];
+    // st_product for 64 columns and K a multiple of 4, by DMMA m16n8k4: warp w the columns
+    // 8 w .. 8 w + 8 and every tile of 16 rows, four independent sums (a 64 x 64 x 64
+    // product took 1.8 us on an H100 alone on its SM, against 3.1 by m8n8k4 in 8 x 8
+    // tiles, the warps 2 x 4: m8n8k4 issues at half the rate of m16n8k4 there)
+    if constexpr (FIX) {   // (st_product: the products of the chain's step, as constants)
+        K = rows = ST_B;
+        lda = ldb = ST_LD;
+        aq = 1;
+    }
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int cw = 8 * (threadIdx.x >> 5), nt = (rows + 15) / 16;
+    double acc[4][4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-        const int q = 8 * (h + 2 * i) + g;
 #pragma unroll
-        for (int j = 0; j < 2; ++j) {
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                const int c = cw + 8 * j + 2 * t + e;
-                acc[i][j][e] = accumulate && q < rows ? out[q * oq + c * oc] : 0.0;
-            }
+        for (int e = 0; e < 4; ++e) {
+            const int q = 16 * i + g + 8 * (e >> 1), c = cw + 2 * t + (e & 1);
+            acc[i][e] = accumulate && q < rows ? out[q * oq + c * oc] : 0.0;
         }
     }
 #pragma unroll 2
     for (int l = 0; l < K; l += 4) {
         const double* a_row = At + (l + t) * lda;
-        double a[4], b[2];
+        const double b = B[(l + t) * ldb + cw + g];
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-            const int q = 8 * (h + 2 * i) + g;
-            a[i] = h + 2 * i < nq && q < rows ? sgn * a_row[q * aq] : 0.0;
-        }
-#pragma unroll
-        for (int j = 0; j < 2; ++j) b[j] = B[(l + t) * ldb + cw + 8 * j + g];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            if (h + 2 * i < nq) {
-#pragma unroll
-                for (int j = 0; j < 2; ++j) st_dmma(acc[i][j], a[i], b[j]);
+            if (i < nt) {
+                const int q = 16 * i + g;
+                const double a0 = q < rows ? sgn * a_row[q * aq] : 0.0;
+                const double a1 = q + 8 < rows ? sgn * a_row[(q + 8) * aq] : 0.0;
+                st_dmma16(acc[i], a0, a1, b);
             }
         }
     }
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-        const int q = 8 * (h + 2 * i) + g;
-        if (q >= rows) continue;
 #pragma unroll
-        for (int j = 0; j < 2; ++j) {
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                const int c = cw + 8 * j + 2 * t + e;
-                out[q * oq + c * oc] = c < czero ? 0.0 : acc[i][j][e];
-            }
+        for (int e = 0; e < 4; ++e) {
+            const int q = 16 * i + g + 8 * (e >> 1), c = cw + 2 * t + (e & 1);
+            if (q < rows) out[q * oq + c * oc] = c < czero ? 0.0 : acc[i][e];
         }
     }
 }
@@ -622,7 +635,18 @@ __device__ void st_product(T* out, int oq, int oc, const T* At, int lda, const T
     // times as long by DMMA, for k = 3 to 6 up to 1.4 times).
     if constexpr (sizeof(T) == 8) {
         if (rows >= 8 && cols == 64 && K % 4 == 0) {
-            st_product_dmma(out, oq, oc, At, lda, B, ldb, K, rows, sgn, accumulate, czero, aq);
+            // 64 x 64 x 64 from tiles of ST_LD (the chain's step for k = 64, M2 and Mx)
+            // with the sizes as constants, so that the loads' addresses need no arithmetic
+            // (by the same code with the sizes as arguments, the step's product took as
+            // long as by m8n8k4)
+            const bool fix = rows == ST_B && K == ST_B && lda == ST_LD && ldb == ST_LD
+                             && aq == 1;
+            if (fix)
+                st_product_dmma<true>(out, oq, oc, At, lda, B, ldb, K, rows, sgn, accumulate,
+                                      czero, aq);
+            else
+                st_product_dmma<false>(out, oq, oc, At, lda, B, ldb, K, rows, sgn, accumulate,
+                                       czero, aq);
             return;
         }
     } else {
@@ -1545,8 +1569,14 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
                    true);
     }
     __syncthreads();
-    for (int e = tid; e < ST_B * kp; e += ST_NT)
-        P[(long)c0 * kp + e] = yT[e / kp * kl + e % kp] * dsign[e / kp];
+    for (int e = 4 * tid; e < ST_B * kp; e += 4 * ST_NT) {   // (four values a move: kp and
+        const int r = e / kp;                                  //   kl are multiples of 4)
+        T v[4];
+        lds4(yT + r * kl + e % kp, v);
+#pragma unroll
+        for (int u = 0; u < 4; ++u) v[u] *= dsign[r];
+        st4(P + (long)c0 * kp + e, v);
+    }
     if (narrow && tid < ST_B) zT[tid * kl] = st_z_row(zT, tile, tid);
     __syncthreads();
     if (tid == 0) flag_release(flags + C);
@@ -1753,34 +1783,25 @@ __device__ __forceinline__ void st_apply_out(T* out, long ldo, int r0, int r_end
             }
         }
     } else {
-        // warp w: rows 16 (w / 4) .. + 16, columns 16 (w % 4) .. + 16, as 2 x 2 DMMA tiles
+        // warp w: rows 16 (w / 4) .. + 16, columns 16 (w % 4) .. + 16, as two m16n8k4 tiles
         const int g = lane >> 2, t = lane & 3, wr = 16 * (w / 4), wc = 16 * (w % 4);
-        double acc[2][2][2] = {};
+        double acc[2][4] = {};
 #pragma unroll 2
         for (int l = wr; l < 32 + kp; l += 4) {
-            double a[2], b[2];
+            const double* f = Ft + (l + t) * fld + wr + g;
+            const double* bz = BZ + (l + t) * ST_LD + wc + g;
+            const double a0 = f[0], a1 = f[8];
 #pragma unroll
-            for (int i = 0; i < 2; ++i) {
-                a[i] = Ft[(l + t) * fld + wr + 8 * i + g];
-                b[i] = BZ[(l + t) * ST_LD + wc + 8 * i + g];
-            }
-#pragma unroll
-            for (int i = 0; i < 2; ++i) {
-#pragma unroll
-                for (int j = 0; j < 2; ++j) st_dmma(acc[i][j], a[i], b[j]);
-            }
+            for (int j = 0; j < 2; ++j) st_dmma16(acc[j], a0, a1, bz[8 * j]);
         }
 #pragma unroll
-        for (int i = 0; i < 2; ++i) {
-            const int r = r0 + wr + 8 * i + g;
+        for (int e = 0; e < 4; ++e) {
+            const int r = r0 + wr + g + 8 * (e >> 1);
             if (r >= r_end) continue;
 #pragma unroll
             for (int j = 0; j < 2; ++j) {
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const int c = c0 + wc + 8 * j + 2 * t + e;
-                    if (c < n) out[(long)r * ldo + c] = acc[i][j][e];
-                }
+                const int c = c0 + wc + 8 * j + 2 * t + (e & 1);
+                if (c < n) out[(long)r * ldo + c] = acc[j][e];
             }
         }
     }
