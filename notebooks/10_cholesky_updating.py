@@ -554,20 +554,21 @@ for n in sorted({r["n"] for r in rows}):
 # "per-panel launches"), and the array-operation panels ($b = 256$) up to $n = 5000$.
 #
 # Plainly: **the update beats cuSOLVER's refactorization for every $k \le 64$ at every $n$ from
-# 1000 up, in both precisions**. At $n \ge 5000$ it is 7.6 to 60 times faster with $\tilde A$'s
-# forming included and 7.3 to 59 times without; the thinnest margin is float32, $n = 5000$,
-# $k = 64$. For $k = 256$ it wins from $n = 5000$ in both precisions (2.0 to 5.5 times faster in
-# float32, 2.5 to 4.0 in float64); at $n = 1000$ refactorizing is faster, at $n = 2000$ too in
-# float64 (by about a sixth), and in float32 the update wins there (by a quarter in this table;
-# runs before found the two even). The four passes at $k = 256$ are 1.2 to 2.1 times faster than
-# the one launch of the chain, and bring the update within 4 times of the floor at $n = 10000$
-# and 20000 in float64 (3.49 and 3.08; the chain sat at 6.7 and 5.4) and at $n = 20000$ in
-# float32 (3.95; the chain 5.8). For $k \le 64$ the structured method is 3.3 to 12 times faster
-# than the chain of reflectors at $n \ge 5000$. At $k \le 64$ and $n \ge 5000$ it sits 2.3 to
-# 8.3 times above the floor (the chain sat 7.6 to 65 times above): within 4 times at $n = 20000$
-# and 10000 in both precisions (float32 2.9 to 3.7, float64 2.3 to 3.4), at $n = 5000$ in
-# float64 (3.74, 3.93 and 3.69 for $k = 1$, 16 and 64), and furthest at $n = 5000$ in float32
-# (6.1 to 8.3). Runs of the benchmark differ by a few percent on one machine and by up
+# 1000 up, in both precisions**. At $n \ge 5000$ it is 7.9 to 60 times faster with $\tilde A$'s
+# forming included and 7.6 to 59 times without; the thinnest margin is float32, $n = 5000$,
+# $k = 64$. For $k = 256$ it wins from $n = 5000$ in both precisions (2.0 to 5.6 times faster in
+# float32, 3.1 to 4.4 in float64); at $n = 1000$ refactorizing is faster; at $n = 2000$ the
+# update wins in float32 (by a third in this table) and the two are about even in float64
+# (runs before found refactorizing up to a sixth faster there). The four passes at $k = 256$
+# are 1.2 to 2.5 times faster than the one launch of the chain, and bring the update within 4
+# times of the floor at $n = 10000$ and 20000 in float64 (3.16 and 2.77; the chain sat at 6.5
+# and 5.3) and at $n = 20000$ in float32 (3.89; the chain 5.8); float64 at $n = 5000$ sits at
+# 4.08 (the chain 10.2). For $k \le 64$ the structured method is 3.6 to 11 times faster
+# than the chain of reflectors at $n \ge 5000$. At $k \le 64$ and $n \ge 5000$ it sits 2.1 to
+# 8.1 times above the floor (the chain sat 7.5 to 55 times above): within 4 times at $n = 20000$
+# and 10000 in both precisions (float32 2.9 to 3.6, float64 2.1 to 3.3), at $n = 5000$ in
+# float64 (3.62, 3.54 and 3.05 for $k = 1$, 16 and 64), and furthest at $n = 5000$ in float32
+# (6.0 to 8.1). Runs of the benchmark differ by a few percent on one machine and by up
 # to 15 percent between machines, so the cases near 4 may land on either side. For $k = 1$ the
 # solve's blocks sum the terms of the blocks before them with no barrier per block, and take the
 # last two blocks' results as tagged words (the value and the news that it is there in one
@@ -584,7 +585,10 @@ for n in sorted({r["n"] for r in rows}):
 # $k = 1$ each block's factor of $M$ has a closed form (method C1 within the block: a prefix sum
 # of $x_i^2$ per row, no chain of 64 steps), which took 2 to 13 percent off the update. The
 # products run on the tensor cores: in float64 as DMMA, which took the update at $n = 20000$
-# from 4.8, 9.0 and 16 ms to 4.0, 5.5 and 8.5 ms for $k = 1$, 16 and 64; in float32 for
+# from 4.8, 9.0 and 16 ms to 4.0, 5.5 and 8.5 ms for $k = 1$, 16 and 64, and then in tiles of
+# 16 x 8 rather than 8 x 8 (twice the rate on an H100) another 10 to 19 percent off at $k = 64$
+# and 256 and 12 to 13 at $k = 16$ ($n = 5000$ and 10000: a step of the $k = 64$ chain from 7.5
+# to 5.5 us); in float32 for
 # $k \ge 8$ in 3xTF32 (each value split into two TF32 parts, three products kept), which took 15
 # to 18 percent off the update at $n = 5000$ and 10000 for $k = 16$ and 64, with the same
 # errors. For $k > 32$ each block's two triangular solves with the $k \times k$ factor of $S$
@@ -611,8 +615,8 @@ for n in sorted({r["n"] for r in rows}):
 # while the product $M R$ alone would take 0.11 to 0.28 ms. `benchmarks/profile_structured.py`
 # times each block's phases (its table is in `benchmarks/results/`): at $n = 5000$, $k = 1$ in
 # float32 the last block publishes its part of $P$ 167 us after the first block starts, its
-# factor of $M$ at 177, and the product ends at 203; in float64 at 203, 215 and 257, the product
-# behind the chain (one thread block per SM: its last job starts at 215).
+# factor of $M$ at 180, and the product ends at 202; in float64 at 199, 210 and 245, the product
+# behind the chain (one thread block per SM: its last job starts at 219).
 # The checks, on the committed numbers:
 
 # %%
@@ -931,8 +935,8 @@ print("stationary window: q='none' error below 100 cond(A) eps at every cond: Tr
 #   Cholesky factor of $I \pm P P^T$, $P = R^{-T} V$: a triangular solve 64 rows a
 #   step, and matrix products that follow it in the same launch. On the H100 that beats
 #   cuSOLVER's refactorization for every $k \le 64$ from $n = 1000$ (up to 60 times at
-#   $n = 20000$). At $n \ge 5000$ it runs 3.3 to 12 times faster than the chain of $n$
-#   dependent reflectors (which $k = 256$ still uses below $n = 5000$), and 2.3 to 8.3
+#   $n = 20000$). At $n \ge 5000$ it runs 3.6 to 11 times faster than the chain of $n$
+#   dependent reflectors (which $k = 256$ still uses below $n = 5000$), and 2.1 to 8.1
 #   times above the bandwidth floor: within 4 times at $n \ge 10000$ in both precisions
 #   and at $n = 5000$ in float64; at $n = 5000$ in float32 the chain of 79 steps bounds it.
 # * Errors are a few $\varepsilon$ in $\max|\tilde A - \tilde R^T\tilde R|/\max|\tilde A|$,
