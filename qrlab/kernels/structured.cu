@@ -58,7 +58,9 @@
 // the same results bit for bit).  The same layout in float (3xTF32, warps 2 x 4) made the
 // product 1.5 times as fast alone on an SM but the update of k <= 16 up to 6 percent
 // slower (registers: spills in the k <= 16 kernels) and k = 64 only 3 percent faster, so
-// float kept its layout.  A block of the k = 64 chain publishes P_C four values a move.
+// float kept its layout.  A block of the k = 64 chain publishes P_C four values a move,
+// and in double straight from the last product's registers (st_product's pub): 0.98 of
+// the time for k = 64 and 256 at n = 5000 and 10000 (A/B as above).
 //
 // Measured on an H100 (float, products by FMA, timestamps in the kernel): in one launch a
 // step of the chain takes about 2.8 us for k = 1, 6 for k = 16 and 11.5 for k = 64, 10 to
@@ -486,7 +488,8 @@ __device__ __forceinline__ void st_dmma16(double c[4], double a0, double a1, dou
 template <bool FIX>
 __device__ void st_product_dmma(double* out, int oq, int oc, const double* At, int lda,
                                 const double* B, int ldb, int K, int rows, double sgn,
-                                bool accumulate, int czero, int aq)
+                                bool accumulate, int czero, int aq, double* pub,
+                                const double* pub_sign)
 {
     // st_product for 64 columns and K a multiple of 4, by DMMA m16n8k4: warp w the columns
     // 8 w .. 8 w + 8 and every tile of 16 rows, four independent sums (a 64 x 64 x 64
@@ -527,7 +530,10 @@ __device__ void st_product_dmma(double* out, int oq, int oc, const double* At, i
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
             const int q = 16 * i + g + 8 * (e >> 1), c = cw + 2 * t + (e & 1);
-            if (q < rows) out[q * oq + c * oc] = c < czero ? 0.0 : acc[i][e];
+            if (q >= rows) continue;
+            const double v = c < czero ? 0.0 : acc[i][e];
+            out[q * oq + c * oc] = v;
+            if (pub) pub[c * rows + q] = v * pub_sign[c];
         }
     }
 }
@@ -620,7 +626,8 @@ __device__ void st_product_tf32(float* out, int oq, int oc, const float* At, int
 template <typename T>
 __device__ void st_product(T* out, int oq, int oc, const T* At, int lda, const T* B, int ldb,
                            int K, int rows, int cols, int tq, T sgn, bool accumulate,
-                           int czero = 0, int aq = 1)
+                           int czero = 0, int aq = 1, T* pub = nullptr,
+                           const T* pub_sign = nullptr)
 {
     // out[q][c] (at out[q * oq + c * oc]) = (accumulate ? out[q][c] : 0)
     //     + sgn sum_{l < K} At[l][q] B[l][c]    for q < rows, c < cols (a multiple of 4),
@@ -632,7 +639,8 @@ __device__ void st_product(T* out, int oq, int oc, const T* At, int lda, const T
     // rows of 64 columns go to the tensor cores: in double for K a multiple of 4
     // (st_product_dmma), in float for K a multiple of 8 (st_product_tf32); for fewer
     // rows the sum split over lanes has the shorter chain (the solve for k = 1 took 1.7
-    // times as long by DMMA, for k = 3 to 6 up to 1.4 times).
+    // times as long by DMMA, for k = 3 to 6 up to 1.4 times).  pub (double, by DMMA only):
+    // also pub[c * rows + q] = out[q][c] pub_sign[c], straight from the registers.
     if constexpr (sizeof(T) == 8) {
         if (rows >= 8 && cols == 64 && K % 4 == 0) {
             // 64 x 64 x 64 from tiles of ST_LD (the chain's step for k = 64, M2 and Mx)
@@ -643,10 +651,10 @@ __device__ void st_product(T* out, int oq, int oc, const T* At, int lda, const T
                              && aq == 1;
             if (fix)
                 st_product_dmma<true>(out, oq, oc, At, lda, B, ldb, K, rows, sgn, accumulate,
-                                      czero, aq);
+                                      czero, aq, pub, pub_sign);
             else
                 st_product_dmma<false>(out, oq, oc, At, lda, B, ldb, K, rows, sgn, accumulate,
-                                       czero, aq);
+                                       czero, aq, pub, pub_sign);
             return;
         }
     } else {
@@ -1560,22 +1568,27 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
         st_chain_wide(C, zT, kl, kp, yT, inv, M2, Mx, dsign, ll);
     else
         st_product(yT, 1, kl, zT, kl, inv, ST_LD, ST_B, k, ST_B, tq, T(1), false);
+    // in double for k = 64 the last product writes D_C P_C to P itself, from its registers
+    // (no pass through shared memory and one barrier fewer before the flag)
+    const bool direct = sizeof(T) == 8 && k == ST_B && C >= 1 && !regs;
     for (int J = max(0, C - 2); !regs && J < C; ++J) {
         if (tid == 0) flag_wait(flags + J);
         __syncthreads();
         st_copy_in(tile, P + (long)J * ST_B * kp, ST_B * kp, kp, kl);
         __syncthreads();
         st_product(yT, 1, kl, tile, kl, J == C - 1 ? Mx : M2, ST_LD, ST_B, k, ST_B, tq, T(-1),
-                   true);
+                   true, 0, 1, direct && J == C - 1 ? P + (long)c0 * kp : nullptr, dsign);
     }
-    __syncthreads();
-    for (int e = 4 * tid; e < ST_B * kp; e += 4 * ST_NT) {   // (four values a move: kp and
-        const int r = e / kp;                                  //   kl are multiples of 4)
-        T v[4];
-        lds4(yT + r * kl + e % kp, v);
+    if (!direct) {
+        __syncthreads();
+        for (int e = 4 * tid; e < ST_B * kp; e += 4 * ST_NT) {   // (four values a move: kp
+            const int r = e / kp;                                  //   and kl are multiples
+            T v[4];                                                //   of 4)
+            lds4(yT + r * kl + e % kp, v);
 #pragma unroll
-        for (int u = 0; u < 4; ++u) v[u] *= dsign[r];
-        st4(P + (long)c0 * kp + e, v);
+            for (int u = 0; u < 4; ++u) v[u] *= dsign[r];
+            st4(P + (long)c0 * kp + e, v);
+        }
     }
     if (narrow && tid < ST_B) zT[tid * kl] = st_z_row(zT, tile, tid);
     __syncthreads();
