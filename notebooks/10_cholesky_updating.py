@@ -554,21 +554,21 @@ for n in sorted({r["n"] for r in rows}):
 # "per-panel launches"), and the array-operation panels ($b = 256$) up to $n = 5000$.
 #
 # Plainly: **the update beats cuSOLVER's refactorization for every $k \le 64$ at every $n$ from
-# 1000 up, in both precisions**. At $n \ge 5000$ it is 7.9 to 60 times faster with $\tilde A$'s
+# 1000 up, in both precisions**. At $n \ge 5000$ it is 7.9 to 61 times faster with $\tilde A$'s
 # forming included and 7.6 to 59 times without; the thinnest margin is float32, $n = 5000$,
 # $k = 64$. For $k = 256$ it wins from $n = 5000$ in both precisions (2.0 to 5.6 times faster in
-# float32, 3.1 to 4.4 in float64); at $n = 1000$ refactorizing is faster; at $n = 2000$ the
-# update wins in float32 (by a third in this table) and the two are about even in float64
-# (runs before found refactorizing up to a sixth faster there). The four passes at $k = 256$
-# are 1.2 to 2.5 times faster than the one launch of the chain, and bring the update within 4
-# times of the floor at $n = 10000$ and 20000 in float64 (3.16 and 2.77; the chain sat at 6.5
-# and 5.3) and at $n = 20000$ in float32 (3.89; the chain 5.8); float64 at $n = 5000$ sits at
-# 4.08 (the chain 10.2). For $k \le 64$ the structured method is 3.6 to 11 times faster
+# float32, 3.2 to 4.5 in float64); at $n = 1000$ refactorizing is faster; at $n = 2000$ the
+# update wins in float32 (by a sixth in this table) and loses in float64 (by 7 percent here;
+# runs before found the two from even to a sixth apart). The four passes at $k = 256$
+# are 1.2 to 2.6 times faster than the one launch of the chain, and bring the update within 4
+# times of the floor at $n = 10000$ and 20000 in float64 (3.13 and 2.75; the chain sat at 6.6
+# and 5.4) and at $n = 20000$ in float32 (3.91; the chain 5.9); float64 at $n = 5000$ sits at
+# 4.12 (the chain 10.5). For $k \le 64$ the structured method is 3.7 to 13 times faster
 # than the chain of reflectors at $n \ge 5000$. At $k \le 64$ and $n \ge 5000$ it sits 2.1 to
-# 8.1 times above the floor (the chain sat 7.5 to 55 times above): within 4 times at $n = 20000$
-# and 10000 in both precisions (float32 2.9 to 3.6, float64 2.1 to 3.3), at $n = 5000$ in
-# float64 (3.62, 3.54 and 3.05 for $k = 1$, 16 and 64), and furthest at $n = 5000$ in float32
-# (6.0 to 8.1). Runs of the benchmark differ by a few percent on one machine and by up
+# 8.1 times above the floor (the chain sat 7.6 to 56 times above): within 4 times at $n = 20000$
+# and 10000 in both precisions (float32 2.9 to 3.6, float64 2.1 to 3.5), at $n = 5000$ in
+# float64 (3.72, 3.70 and 2.95 for $k = 1$, 16 and 64), and furthest at $n = 5000$ in float32
+# (6.1 to 8.1). Runs of the benchmark differ by a few percent on one machine and by up
 # to 15 percent between machines, so the cases near 4 may land on either side. For $k = 1$ the
 # solve's blocks sum the terms of the blocks before them with no barrier per block, and take the
 # last two blocks' results as tagged words (the value and the news that it is there in one
@@ -588,7 +588,8 @@ for n in sorted({r["n"] for r in rows}):
 # from 4.8, 9.0 and 16 ms to 4.0, 5.5 and 8.5 ms for $k = 1$, 16 and 64, and then in tiles of
 # 16 x 8 rather than 8 x 8 (twice the rate on an H100) another 10 to 19 percent off at $k = 64$
 # and 256 and 12 to 13 at $k = 16$ ($n = 5000$ and 10000: a step of the $k = 64$ chain from 7.5
-# to 5.5 us); in float32 for
+# to 5.5 us), and writing $P_C$ straight from the product's registers 2 to 3 percent more at
+# $k = 64$ and 256; in float32 for
 # $k \ge 8$ in 3xTF32 (each value split into two TF32 parts, three products kept), which took 15
 # to 18 percent off the update at $n = 5000$ and 10000 for $k = 16$ and 64, with the same
 # errors. For $k > 32$ each block's two triangular solves with the $k \times k$ factor of $S$
@@ -935,7 +936,7 @@ print("stationary window: q='none' error below 100 cond(A) eps at every cond: Tr
 #   Cholesky factor of $I \pm P P^T$, $P = R^{-T} V$: a triangular solve 64 rows a
 #   step, and matrix products that follow it in the same launch. On the H100 that beats
 #   cuSOLVER's refactorization for every $k \le 64$ from $n = 1000$ (up to 60 times at
-#   $n = 20000$). At $n \ge 5000$ it runs 3.6 to 11 times faster than the chain of $n$
+#   $n = 20000$). At $n \ge 5000$ it runs 3.7 to 13 times faster than the chain of $n$
 #   dependent reflectors (which $k = 256$ still uses below $n = 5000$), and 2.1 to 8.1
 #   times above the bandwidth floor: within 4 times at $n \ge 10000$ in both precisions
 #   and at $n = 5000$ in float64; at $n = 5000$ in float32 the chain of 79 steps bounds it.
