@@ -49,7 +49,7 @@
 // With them a step of the chain (n = 10000, one launch) takes 3.6 us for k = 16 and 7.9
 // for k = 64 (5.1 and 10.6 by FMA), the k = 64 product in it still 4.0 us.
 // In double those products and the apply's (st_apply_out) are DMMA m16n8k4, each warp
-// with four independent sums (before: m8n8k4, which an H100 issues at half the rate):
+// with four independent sums (before: m8n8k4, half the work an instruction):
 // with the chain's products given their sizes as constants, a step of the k = 64 chain
 // at n = 5000 went from 7.5 to 5.5 us (its product 3.5 to 1.75; a globaltimer stamp at
 // each part of it), and the update took 0.81 to 0.90 of the time for k = 64, 0.87 to
@@ -494,7 +494,7 @@ __device__ void st_product_dmma(double* out, int oq, int oc, const double* At, i
     // st_product for 64 columns and K a multiple of 4, by DMMA m16n8k4: warp w the columns
     // 8 w .. 8 w + 8 and every tile of 16 rows, four independent sums (a 64 x 64 x 64
     // product took 1.8 us on an H100 alone on its SM, against 3.1 by m8n8k4 in 8 x 8
-    // tiles, the warps 2 x 4: m8n8k4 issues at half the rate of m16n8k4 there)
+    // tiles, the warps 2 x 4, and 2.0 by m16n8k8)
     if constexpr (FIX) {   // (st_product: the products of the chain's step, as constants)
         K = rows = ST_B;
         lda = ldb = ST_LD;
