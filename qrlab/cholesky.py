@@ -495,10 +495,17 @@ def _structured(executor, R, V, s, overwrite, check_finite):
     passes = [V[:, c0:c0 + width] for c0 in range(0, V.shape[1], width)]
     source = R if R.strides[1] == R.itemsize else xp.ascontiguousarray(R)
     in_place = overwrite and source is R and len(passes) == 1
-    spare = None                     # a buffer of an earlier pass, free to take the next
-    for Vc in passes:
-        out = R if in_place else spare if spare is not None else xp.empty(R.shape, R.dtype)
-        j, zero, nonfinite = executor.structured_update(source, Vc.T, s, out, check_finite)
+    if len(passes) > 1 and executor.structured_queued:
+        # the passes queued back to back: a pass after one that failed has run on its
+        # result (into new arrays, so R is as it was), and the reports are read in order
+        out = xp.empty(R.shape, R.dtype)
+        reports = executor.structured_update_passes(source, V.T, s, out, xp.empty_like(out),
+                                                    check_finite)
+        steps = [(report, out) for report in reports]
+    else:
+        steps = _passes_one_by_one(executor, xp, R, source, passes, s, in_place,
+                                   check_finite)
+    for (j, zero, nonfinite), out in steps:
         if nonfinite and check_finite:
             raise _non_finite("R" if nonfinite & 1 else "V")
         if zero >= 0:
@@ -508,11 +515,21 @@ def _structured(executor, R, V, s, overwrite, check_finite):
                 raise _breakdown(j, s)
             _scan(xp, R, V, check_finite)
             return _fused(executor, R, V, s, overwrite)
-        spare, source = (source if source is not R else None), out
     if overwrite and not in_place:
-        R[...] = source
+        R[...] = out
         return R
-    return source
+    return out
+
+
+def _passes_one_by_one(executor, xp, R, source, passes, s, in_place, check_finite):
+    """The passes of ``_structured`` as launches one after the other, each only after the
+    one before has reported: yields each pass's report and result (the last result is
+    the factor)."""
+    spare = None                     # a buffer of an earlier pass, free to take the next
+    for Vc in passes:
+        out = R if in_place else spare if spare is not None else xp.empty(R.shape, R.dtype)
+        yield executor.structured_update(source, Vc.T, s, out, check_finite), out
+        spare, source = (source if source is not R else None), out
 
 
 def _householder_panel(Rp, Wp, s, j0):

@@ -523,19 +523,20 @@ class TestCuPy:
 
     @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
     @pytest.mark.parametrize("downdate", [False, True])
-    def test_structured_reads_r_as_it_is(self, dtype, downdate):
+    @pytest.mark.parametrize("k", [1, 7, 64])
+    def test_structured_reads_r_as_it_is(self, k, dtype, downdate):
         """The structured path reads R's upper triangle only, rows of either sign, in C or
         Fortran order, and V with any strides; results agree with the NumPy path."""
         import cupy as cp
 
         from qrlab.gpu import GpuExecutor
-        n, k = 300, 7
+        n = 300
         R, V, A64, target = make_problem(n, k, dtype, downdate, seed=3)
         signs = np.where(np.arange(n) % 3 == 0, -1, 1).astype(dtype)
         Rs = R * signs[:, None] + np.tril(np.full((n, n), 7, dtype), -1)   # garbage below
         assert GpuExecutor().structured_passes(dtype, n, k) == 1
         for R_d in (cp.asarray(Rs), cp.asfortranarray(cp.asarray(Rs))):
-            V_d = cp.asarray(np.concatenate([V, V], axis=1))[:, ::2]         # strided
+            V_d = cp.asarray(np.repeat(V, 2, axis=1))[:, ::2]               # strided
             R1 = cp.asnumpy(cholesky_update(R_d, V_d, downdate=downdate))
             check_factor(R1, A64, V, target, dtype)
             tol = 50 * n * np.finfo(dtype).eps * np.abs(R1).max()
@@ -583,18 +584,24 @@ class TestCuPy:
             two = cholesky_update(R_d, V_d, downdate=True)
             cp.testing.assert_array_equal(two, in_place)
 
+    @pytest.mark.parametrize("queued", [True, False])
     @pytest.mark.parametrize("overwrite", [False, True])
     @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
     @pytest.mark.parametrize("n, k, passes", [(64, 65, 2), (300, 128, 2), (1800, 150, 3),
-                                              (300, 256, 4), (130, 520, 9)])
-    def test_structured_in_passes(self, n, k, passes, dtype, overwrite, monkeypatch):
+                                              (300, 256, 4), (130, 520, 9), (2100, 129, 3),
+                                              (700, 208, 4)])
+    def test_structured_in_passes(self, n, k, passes, dtype, overwrite, queued,
+                                  monkeypatch):
         """For k > 64 the structured method runs in passes of 64 columns of V (the last
-        one shorter), each updating the one before's result: against the NumPy path,
-        update and downdate, R in C or Fortran order, V strided; in place or not.  (The
-        last two take more passes than they would by default at their size.)"""
+        one shorter: 1, 8, 16 or 22 columns here), each updating the one before's
+        result, queued back to back or each launched once the one before has reported:
+        against the NumPy path, update and downdate, R in C or Fortran order, V strided;
+        in place or not.  (The 520 and 150 take more passes than they would by default
+        at their size.)"""
         import cupy as cp
 
         from qrlab.gpu import GpuExecutor
+        monkeypatch.setattr(GpuExecutor, "structured_queued", queued)
         monkeypatch.setattr(GpuExecutor, "structured_rows_per_pass", {4: 1, 8: 1})
         assert GpuExecutor().structured_passes(dtype, n, k) == passes
         for downdate in (False, True):
@@ -611,10 +618,31 @@ class TestCuPy:
                 if not overwrite:
                     np.testing.assert_array_equal(cp.asnumpy(R_d), R)
 
+    @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+    def test_structured_queued_passes_are_the_passes(self, dtype, monkeypatch):
+        """Passes queued back to back give the same factor, bit for bit, as passes
+        launched one by one: each pass reads the array the one before wrote only after
+        it is done (n = 1300, k = 200: four passes, so each of the two arrays is written
+        twice; more passes than the default at this size)."""
+        import cupy as cp
+
+        from qrlab.gpu import GpuExecutor
+        monkeypatch.setattr(GpuExecutor, "structured_rows_per_pass", {4: 1, 8: 1})
+        n, k = 1300, 200
+        assert GpuExecutor().structured_passes(dtype, n, k) == 4
+        R, V, A64, target = make_problem(n, k, dtype, False, seed=11)
+        R_d, V_d = cp.asarray(R), cp.asarray(V)
+        queued = cholesky_update(R_d, V_d)
+        monkeypatch.setattr(GpuExecutor, "structured_queued", False)
+        cp.testing.assert_array_equal(queued, cholesky_update(R_d, V_d))
+        check_factor(cp.asnumpy(queued), A64, V, target, dtype)
+
+    @pytest.mark.parametrize("queued", [True, False])
     @pytest.mark.parametrize("overwrite", [False, True])
     @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
     @pytest.mark.parametrize("case", ["later in a pass", "in a later pass", "V not finite"])
-    def test_structured_passes_fail_like_one(self, case, dtype, overwrite):
+    def test_structured_passes_fail_like_one(self, case, dtype, overwrite, queued,
+                                             monkeypatch):
         """A downdate in passes that fails names the first failing column of A - V V^T,
         which a pass alone may not see: with P = R^{-T} V, A - V V^T = R^T (I - P P^T) R
         fails first where I - P P^T does.  P's column 0 = 1.1 e_150 makes the first pass
@@ -624,6 +652,7 @@ class TestCuPy:
         import cupy as cp
 
         from qrlab.gpu import GpuExecutor
+        monkeypatch.setattr(GpuExecutor, "structured_queued", queued)
         n, k = 300, 128
         assert GpuExecutor().structured_passes(dtype, n, k) == 2
         R, _, _, _ = make_problem(n, 1, dtype, False, seed=9)
