@@ -156,10 +156,10 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
     products. Cost: at most ``(3 k + 32) n^2`` flops, ``R`` read twice and written once.
     The kernels take up to 64 columns of ``V``; more go in passes of 64, each updating
     the result of the one before (``A + s V V^T = (A + s V_1 V_1^T) + s V_2 V_2^T ...``),
-    where that is faster than the chain of reflectors below: on an H100, up to
-    ``max(3, n / 1250)`` passes in float32 and ``max(3, n / 600)`` in float64, which
-    made k = 128 1.6 to 2.9 times and k = 256 at n >= 10000 1.45 to 1.8 times faster
-    (``GpuExecutor.structured_passes``). In a downdate each intermediate matrix is the
+    queued back to back, where that is faster than the chain of reflectors below: on an
+    H100, up to ``max(4, n / 700)`` passes in float32 and ``max(9, n / 200)`` in float64,
+    which made k = 256 1.1 to 1.8 times faster in float32 and 2 to 2.8 times in float64
+    at n = 1000 to 10000 (``GpuExecutor.structured_passes``). In a downdate each intermediate matrix is the
     final one plus a positive semidefinite term, so a pass breaks down only if the
     whole downdate does, but it may do so at a later column; a breakdown in passes is
     redone by the chain of reflectors, which names the first failing column.

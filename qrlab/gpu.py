@@ -917,32 +917,37 @@ class GpuExecutor(Executor):
     structured_queued = True
 
     #: by itemsize: n divided by this is the most passes that :meth:`structured_passes`
-    #: takes (but three at least)
-    structured_rows_per_pass = {4: 1250, 8: 600}
+    #: takes (but :attr:`structured_min_passes` at least)
+    structured_rows_per_pass = {4: 700, 8: 200}
+    structured_min_passes = {4: 4, 8: 9}
 
     def structured_passes(self, dtype, n, k):
-        """How many :meth:`structured_update` calls (passes of at most
-        :attr:`structured_k_max` columns of V, each updating the result of the one before)
-        a rank-``k`` update of an ``n x n`` factor takes, or 0 where it goes to the chain
-        of reflectors (:meth:`triangle_update`) instead.
+        """How many passes of at most :attr:`structured_k_max` columns of V (each
+        updating the result of the one before; :meth:`structured_update_passes`) a
+        rank-``k`` update of an ``n x n`` factor takes, or 0 where it goes to the chain of
+        reflectors (:meth:`triangle_update`) instead.
 
         Each pass is a whole structured update, with its own chain of the solve, so the
         passes' time grows in steps of 64 columns; the chain of reflectors' one launch
         grows slowly with k at small n and about as fast as the passes at large n.  On an
-        H100 (a new array, chain time / passes time), in float32: at n = 1000 to 5000,
-        1.7 to 2.0 for k = 128 (two passes), 1.15 to 1.36 for 192, 0.87 to 1.08 for 256;
-        at n = 10000, 1.12 for 512 and 0.94 for 1024; at n = 20000, 1.09 for 1024.  In
-        float64: 1.8 to 2.1 for k = 128 at n = 1000 and 2000, 0.82 to 1.14 for 256;
-        at n = 3000, 1.45 for 256 and 0.97 for 512; at n = 5000, 1.24 for 512; at
-        n = 10000 and 20000, 1.06 and 1.23 for 1024.  Hence passes up to
-        ``max(3, n // 1250)`` in float32 and ``max(3, n // 600)`` in float64
-        (:attr:`structured_rows_per_pass`)."""
+        H100 (a new array, median of 7 with L2 flushed, the passes queued; chain time /
+        passes time), in float32: 1.19, 1.32, 1.11 and 1.29 for k = 256 at n = 1000,
+        2000, 3000 and 5000, and 0.66, 0.73, 0.64 and 0.92 for 512; at n = 10000, 1.25
+        for 512 and 1.03 for 1024.  In float64: 1.14, 1.23 and 1.35 for k = 512 at
+        n = 1000, 2000 and 3000, and 0.69, 0.82 and 0.97 for 1024; at n = 5000 and
+        10000, 1.43 and 1.48 for 1024 (and more for smaller k everywhere).  Where the
+        two times cross, by linear interpolation in the passes: about 5 passes at
+        n = 1000 to 3000, 7 at 5000 and 15 at 10000 in float32, and 9, 11 and 15 at
+        n = 1000, 2000 and 3000 in float64 (at 5000 and 10000 more than 16).  Hence
+        passes up to ``max(4, n // 700)`` in float32 and ``max(9, n // 200)`` in float64
+        (:attr:`structured_rows_per_pass`, :attr:`structured_min_passes`)."""
         dtype = np.dtype(dtype)
         if not (self.one_launch and dtype.kind == "f" and dtype.itemsize in (4, 8)
                 and k >= 1 and self.structured_k_max >= 1):
             return 0
         passes = -(-k // self.structured_k_max)
-        most = max(3, n // self.structured_rows_per_pass[dtype.itemsize])
+        most = max(self.structured_min_passes[dtype.itemsize],
+                   n // self.structured_rows_per_pass[dtype.itemsize])
         return passes if passes <= most else 0
 
     def structured_update_passes(self, R, W, sgn, out, spare, check_finite=True):

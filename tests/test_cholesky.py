@@ -596,8 +596,8 @@ class TestCuPy:
         one shorter: 1, 8, 16 or 22 columns here), each updating the one before's
         result, queued back to back or each launched once the one before has reported:
         against the NumPy path, update and downdate, R in C or Fortran order, V strided;
-        in place or not.  (The 520 and 150 take more passes than they would by default
-        at their size.)"""
+        in place or not.  (Some take more passes than they would by default at their
+        size.)"""
         import cupy as cp
 
         from qrlab.gpu import GpuExecutor
