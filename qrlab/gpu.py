@@ -961,15 +961,16 @@ class GpuExecutor(Executor):
 
         Waiting for each pass's report before launching the next (the host's loop over
         :meth:`structured_update`) left the GPU idle between passes: on an H100 (A/B in
-        one process, median of 7 with L2 flushed, k = 128 and 256) queuing them took
-        float32 to 0.91 to 0.99 of the time at n = 1000 to 5000 and float64 to 0.79 to
-        0.90, and left n = 10000 and 20000 within 2 percent; the results the same bit
-        for bit.  (Running the passes in one launch as a wavefront, pass p starting on a
-        tile of 64 columns once pass p - 1 had written it, was up to 10 percent faster
-        in float32 at n <= 5000 but 1.4 to 2 times slower at n >= 10000, and in float64
-        at n >= 5000: a block of pass p must start early to keep up with its chain, since
-        it subtracts the products of every P_J before its own, and the blocks of four
-        passes do not fit on the GPU at once.)"""
+        one process, median of 7 with L2 flushed, k = 128 to 512) queuing them took
+        float32 to 0.86 to 0.93 of the time at n = 1000 to 5000 (0.94 to 0.96 at 10000)
+        and float64 to 0.80 to 0.95 (within 0.3 percent at 10000 and 20000); the results
+        the same bit for bit.  (Running the passes in one launch as a wavefront, pass p
+        starting on a tile of 64 columns once pass p - 1 had written it, took 0.76 to
+        0.95 of the one-by-one time at n = 1000, at 2000 in float64 and at 5000 in
+        float32, but 0.99 to 1.11 at n = 2000 in float32 and 1.4 to 2 times as long in
+        float64 at n = 5000 and in both at n >= 10000: block C of pass p subtracts the products of every P_J before its
+        own, which keeps up with its chain only if it starts early, and the solve's
+        blocks of four passes do not fit on the GPU at once.)"""
         n, k = R.shape[0], W.shape[0]
         width = self.structured_k_max
         npass = -(-k // width)
