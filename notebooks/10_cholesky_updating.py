@@ -564,8 +564,8 @@ for n in sorted({r["n"] for r in rows}):
 # are 1.16 to 2.8 times faster than the one launch of the chain, and bring the update within 4
 # times of the floor from $n = 5000$ in float64 (3.93, 3.09 and 2.75; the chain sat at 11,
 # 6.7 and 5.3) and at $n = 20000$ in float32 (3.92; the chain 6.0); float32 misses at
-# $n = 10000$ (4.86) and $n = 5000$ (10.8: four chains of 79 steps). For $k \le 64$ the structured method is 3.7 to 13 times faster
-# than the chain of reflectors at $n \ge 5000$. At $k \le 64$ and $n \ge 5000$ it sits 2.1 to
+# $n = 10000$ (4.86) and $n = 5000$ (10.8: four chains of 79 steps). For $k \le 64$ the
+# structured method is 3.7 to 13 times faster than the chain of reflectors at $n \ge 5000$. At $k \le 64$ and $n \ge 5000$ it sits 2.1 to
 # 8.1 times above the floor (the chain sat 7.6 to 56 times above): within 4 times at $n = 20000$
 # and 10000 in both precisions (float32 2.9 to 3.6, float64 2.1 to 3.5), at $n = 5000$ in
 # float64 (3.72, 3.70 and 2.95 for $k = 1$, 16 and 64), and furthest at $n = 5000$ in float32

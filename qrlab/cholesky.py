@@ -159,10 +159,11 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
     queued back to back, where that is faster than the chain of reflectors below: on an
     H100, up to ``max(4, n / 700)`` passes in float32 and ``max(9, n / 200)`` in float64,
     which made k = 256 1.1 to 1.8 times faster in float32 and 2 to 2.8 times in float64
-    at n = 1000 to 10000 (``GpuExecutor.structured_passes``). In a downdate each intermediate matrix is the
-    final one plus a positive semidefinite term, so a pass breaks down only if the
-    whole downdate does, but it may do so at a later column; a breakdown in passes is
-    redone by the chain of reflectors, which names the first failing column.
+    at n = 1000 to 10000 (``GpuExecutor.structured_passes``). In a downdate each
+    intermediate matrix is the final one plus a positive semidefinite term, so a pass
+    breaks down only if the whole downdate does, but it may do so at a later column; a
+    breakdown in passes is redone by the chain of reflectors, which names the first
+    failing column.
     The solve (which also factors each diagonal block of ``M``) and the product ``M R``
     run in one launch, the product's thread blocks starting on their rows as soon as
     the solve has passed them; in place (``overwrite``) the product is a second launch,
@@ -491,27 +492,21 @@ def _structured(executor, R, V, s, overwrite, check_finite):
     break down at a later column than the first failing one of ``A - V V^T``, so a
     breakdown in several passes is redone by the chain of reflectors, which names it."""
     xp = array_module(R)
-    width = executor.structured_k_max
-    passes = [V[:, c0:c0 + width] for c0 in range(0, V.shape[1], width)]
+    npass = -(-V.shape[1] // executor.structured_k_max)
     source = R if R.strides[1] == R.itemsize else xp.ascontiguousarray(R)
-    in_place = overwrite and source is R and len(passes) == 1
-    if len(passes) > 1 and executor.structured_queued:
-        # the passes queued back to back: a pass after one that failed has run on its
-        # result (into new arrays, so R is as it was), and the reports are read in order
-        out = xp.empty(R.shape, R.dtype)
-        reports = executor.structured_update_passes(source, V.T, s, out, xp.empty_like(out),
-                                                    check_finite)
-        steps = [(report, out) for report in reports]
-    else:
-        steps = _passes_one_by_one(executor, xp, R, source, passes, s, in_place,
-                                   check_finite)
-    for (j, zero, nonfinite), out in steps:
+    in_place = overwrite and source is R and npass == 1
+    out = R if in_place else xp.empty(R.shape, R.dtype)
+    # the passes write out and spare in turn; a pass after one that failed has run on its
+    # result (into new arrays, so R is as it was), and the reports are read in order
+    spare = xp.empty_like(out) if npass > 1 else None
+    for j, zero, nonfinite in executor.structured_update_passes(source, V.T, s, out, spare,
+                                                                check_finite):
         if nonfinite and check_finite:
             raise _non_finite("R" if nonfinite & 1 else "V")
         if zero >= 0:
             raise _zero_diagonal(zero)
         if j >= 0:
-            if len(passes) == 1:
+            if npass == 1:
                 raise _breakdown(j, s)
             _scan(xp, R, V, check_finite)
             return _fused(executor, R, V, s, overwrite)
@@ -519,17 +514,6 @@ def _structured(executor, R, V, s, overwrite, check_finite):
         R[...] = out
         return R
     return out
-
-
-def _passes_one_by_one(executor, xp, R, source, passes, s, in_place, check_finite):
-    """The passes of ``_structured`` as launches one after the other, each only after the
-    one before has reported: yields each pass's report and result (the last result is
-    the factor)."""
-    spare = None                     # a buffer of an earlier pass, free to take the next
-    for Vc in passes:
-        out = R if in_place else spare if spare is not None else xp.empty(R.shape, R.dtype)
-        yield executor.structured_update(source, Vc.T, s, out, check_finite), out
-        spare, source = (source if source is not R else None), out
 
 
 def _householder_panel(Rp, Wp, s, j0):

@@ -911,9 +911,8 @@ class GpuExecutor(Executor):
     #: launch, each block as soon as its rows are ready (else after it, a second launch)
     structured_follow = True
 
-    #: whether an update of more than :attr:`structured_k_max` columns queues its passes
-    #: back to back (:meth:`structured_update_passes`), else launches each once the one
-    #: before has reported (:meth:`structured_update`)
+    #: whether :meth:`structured_update_passes` queues its passes back to back, else
+    #: launches each once the one before has reported
     structured_queued = True
 
     #: by itemsize: n divided by this is the most passes that :meth:`structured_passes`
@@ -951,13 +950,14 @@ class GpuExecutor(Executor):
         return passes if passes <= most else 0
 
     def structured_update_passes(self, R, W, sgn, out, spare, check_finite=True):
-        """:meth:`structured_update` for ``W`` of k > 64 rows: passes of 64 rows of ``W``
-        (the last one shorter), each updating the result of the one before, launched back
-        to back with no wait between them; the reports are read once all are queued.
-        The passes write ``out`` and ``spare`` (new n x n arrays with contiguous rows) in
-        turn, the last one ``out``; ``R`` is only read.  Returns each pass's ``(fail,
-        zero, nonfinite)`` as :meth:`structured_update` does; a pass after one that
-        reports has run on that one's result, and what it says means nothing.
+        """:meth:`structured_update` for ``W`` of any k: passes of 64 rows of ``W`` (the
+        last one shorter), each updating the result of the one before, launched back to
+        back with no wait between them (:attr:`structured_queued`); the reports are read
+        once all are queued.  The passes write ``out`` and ``spare`` (new n x n arrays
+        with contiguous rows; with one pass ``out`` may be ``R``, and ``spare`` None) in
+        turn, the last one ``out``.  Returns each pass's ``(fail, zero, nonfinite)`` as
+        :meth:`structured_update` does; a pass after one that reports has run on that
+        one's result, and what it says means nothing.
 
         Waiting for each pass's report before launching the next (the host's loop over
         :meth:`structured_update`) left the GPU idle between passes: on an H100 (A/B in
@@ -968,9 +968,10 @@ class GpuExecutor(Executor):
         starting on a tile of 64 columns once pass p - 1 had written it, took 0.76 to
         0.95 of the one-by-one time at n = 1000, at 2000 in float64 and at 5000 in
         float32, but 0.99 to 1.11 at n = 2000 in float32 and 1.4 to 2 times as long in
-        float64 at n = 5000 and in both at n >= 10000: block C of pass p subtracts the products of every P_J before its
-        own, which keeps up with its chain only if it starts early, and the solve's
-        blocks of four passes do not fit on the GPU at once.)"""
+        float64 at n = 5000 and in both at n >= 10000: block C of pass p subtracts the
+        products of every P_J before its own, which keeps up with its chain only if it
+        starts early, and the solve's blocks of four passes do not fit on the GPU at
+        once.)"""
         n, k = R.shape[0], W.shape[0]
         width = self.structured_k_max
         npass = -(-k // width)
@@ -979,6 +980,8 @@ class GpuExecutor(Executor):
             dst = out if (npass - 1 - p) % 2 == 0 else spare
             reports.append(self._structured_launch(source, W[width * p:width * (p + 1)], sgn,
                                                    dst, check_finite))
+            if not self.structured_queued:
+                _structured_outcome(reports[-1], n)          # (waits for this pass)
             source = dst
         return [_structured_outcome(report, n) for report in reports]
 
