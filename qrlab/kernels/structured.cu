@@ -60,7 +60,10 @@
 // slower (registers: spills in the k <= 16 kernels) and k = 64 only 3 percent faster, so
 // float kept its layout.  A block of the k = 64 chain publishes P_C four values a move,
 // and in double straight from the last product's registers (st_product's pub): 0.98 of
-// the time for k = 64 and 256 at n = 5000 and 10000 (A/B as above).
+// the time for k = 64 and 256 at n = 5000 and 10000 (A/B as above).  For k = 64 float's
+// chain takes its step's products by the same DMMA, in double (st_product's CHAIN), and
+// publishes from their registers too: a step at n = 5000 and 10000 went from 7.4 and 7.5
+// to 6.9 us (median; benchmarks/profile_structured.py), the call 2 to 2.5 percent less.
 //
 // Measured on an H100 (float, products by FMA, timestamps in the kernel): in one launch a
 // step of the chain takes about 2.8 us for k = 1, 6 for k = 16 and 11.5 for k = 64, 10 to
@@ -485,11 +488,10 @@ __device__ __forceinline__ void st_dmma16(double c[4], double a0, double a1, dou
         : "d"(a0), "d"(a1), "d"(b));
 }
 
-template <bool FIX>
-__device__ void st_product_dmma(double* out, int oq, int oc, const double* At, int lda,
-                                const double* B, int ldb, int K, int rows, double sgn,
-                                bool accumulate, int czero, int aq, double* pub,
-                                const double* pub_sign)
+template <bool FIX, typename T>
+__device__ void st_product_dmma(T* out, int oq, int oc, const T* At, int lda, const T* B,
+                                int ldb, int K, int rows, T sgn, bool accumulate, int czero,
+                                int aq, T* pub, const T* pub_sign)
 {
     // st_product for 64 columns and K a multiple of 4, by DMMA m16n8k4: warp w the columns
     // 8 w .. 8 w + 8 and every tile of 16 rows, four independent sums (a 64 x 64 x 64
@@ -508,19 +510,19 @@ __device__ void st_product_dmma(double* out, int oq, int oc, const double* At, i
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
             const int q = 16 * i + g + 8 * (e >> 1), c = cw + 2 * t + (e & 1);
-            acc[i][e] = accumulate && q < rows ? out[q * oq + c * oc] : 0.0;
+            acc[i][e] = accumulate && q < rows ? double(out[q * oq + c * oc]) : 0.0;
         }
     }
 #pragma unroll 2
     for (int l = 0; l < K; l += 4) {
-        const double* a_row = At + (l + t) * lda;
+        const T* a_row = At + (l + t) * lda;
         const double b = B[(l + t) * ldb + cw + g];
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
             if (i < nt) {
                 const int q = 16 * i + g;
-                const double a0 = q < rows ? sgn * a_row[q * aq] : 0.0;
-                const double a1 = q + 8 < rows ? sgn * a_row[(q + 8) * aq] : 0.0;
+                const double a0 = q < rows ? double(sgn * a_row[q * aq]) : 0.0;
+                const double a1 = q + 8 < rows ? double(sgn * a_row[(q + 8) * aq]) : 0.0;
                 st_dmma16(acc[i], a0, a1, b);
             }
         }
@@ -532,8 +534,8 @@ __device__ void st_product_dmma(double* out, int oq, int oc, const double* At, i
             const int q = 16 * i + g + 8 * (e >> 1), c = cw + 2 * t + (e & 1);
             if (q >= rows) continue;
             const double v = c < czero ? 0.0 : acc[i][e];
-            out[q * oq + c * oc] = v;
-            if (pub) pub[c * rows + q] = v * pub_sign[c];
+            out[q * oq + c * oc] = T(v);
+            if (pub) pub[c * rows + q] = T(v * double(pub_sign[c]));
         }
     }
 }
@@ -623,7 +625,7 @@ __device__ void st_product_tf32(float* out, int oq, int oc, const float* At, int
     }
 }
 
-template <typename T>
+template <bool CHAIN = false, typename T>
 __device__ void st_product(T* out, int oq, int oc, const T* At, int lda, const T* B, int ldb,
                            int K, int rows, int cols, int tq, T sgn, bool accumulate,
                            int czero = 0, int aq = 1, T* pub = nullptr,
@@ -639,16 +641,22 @@ __device__ void st_product(T* out, int oq, int oc, const T* At, int lda, const T
     // rows of 64 columns go to the tensor cores: in double for K a multiple of 4
     // (st_product_dmma), in float for K a multiple of 8 (st_product_tf32); for fewer
     // rows the sum split over lanes has the shorter chain (the solve for k = 1 took 1.7
-    // times as long by DMMA, for k = 3 to 6 up to 1.4 times).  pub (double, by DMMA only):
-    // also pub[c * rows + q] = out[q][c] pub_sign[c], straight from the registers.
-    if constexpr (sizeof(T) == 8) {
-        if (rows >= 8 && cols == 64 && K % 4 == 0) {
-            // 64 x 64 x 64 from tiles of ST_LD (the chain's step for k = 64, M2 and Mx)
-            // with the sizes as constants, so that the loads' addresses need no arithmetic
-            // (by the same code with the sizes as arguments, the step's product took as
-            // long as by m8n8k4)
-            const bool fix = rows == ST_B && K == ST_B && lda == ST_LD && ldb == ST_LD
-                             && aq == 1;
+    // times as long by DMMA, for k = 3 to 6 up to 1.4 times).  CHAIN: a product of the
+    // chain's step; if it is 64 x 64 x 64 (k = 64, and every pass of a larger k), it goes
+    // by DMMA in float too, in double, the values converted as they are loaded: one
+    // block's product is done sooner that way than in 3xTF32 (fewer instructions, no
+    // splits): on an H100 the step went from 7.4 to 6.9 us at n = 5000, a few percent of
+    // the update.  The tensor cores' peak rate in double is under half 3xTF32's, so
+    // products that many blocks run at once keep 3xTF32 (the loop over J < C - 2 and the
+    // blocks' F work by DMMA made k = 32 1.23 times as slow, A/B with each build in its
+    // own process), and so do the step's for k = 32 and 48 (no gain seen).  pub (by DMMA
+    // only): also pub[c * rows + q] = out[q][c] pub_sign[c], straight from the registers.
+    // 64 x 64 x 64 from tiles of ST_LD (the chain's step for k = 64, M2 and Mx) with the
+    // sizes as constants, so that the loads' addresses need no arithmetic (by the same
+    // code with the sizes as arguments, the step's product took as long as by m8n8k4)
+    const bool fix = rows == ST_B && K == ST_B && lda == ST_LD && ldb == ST_LD && aq == 1;
+    if constexpr (sizeof(T) == 8 || CHAIN) {
+        if ((sizeof(T) == 8 || fix) && rows >= 8 && cols == 64 && K % 4 == 0) {
             if (fix)
                 st_product_dmma<true>(out, oq, oc, At, lda, B, ldb, K, rows, sgn, accumulate,
                                       czero, aq, pub, pub_sign);
@@ -657,7 +665,8 @@ __device__ void st_product(T* out, int oq, int oc, const T* At, int lda, const T
                                        czero, aq, pub, pub_sign);
             return;
         }
-    } else {
+    }
+    if constexpr (sizeof(T) == 4) {
         if (rows >= 8 && cols == 64 && K % 8 == 0) {
             st_product_tf32(out, oq, oc, At, lda, B, ldb, K, rows, sgn, accumulate, czero, aq);
             return;
@@ -1567,17 +1576,18 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     else if (regs)
         st_chain_wide(C, zT, kl, kp, yT, inv, M2, Mx, dsign, ll);
     else
-        st_product(yT, 1, kl, zT, kl, inv, ST_LD, ST_B, k, ST_B, tq, T(1), false);
-    // in double for k = 64 the last product writes D_C P_C to P itself, from its registers
+        st_product<true>(yT, 1, kl, zT, kl, inv, ST_LD, ST_B, k, ST_B, tq, T(1), false);
+    // for k = 64 the last product (by DMMA) writes D_C P_C to P itself, from its registers
     // (no pass through shared memory and one barrier fewer before the flag)
-    const bool direct = sizeof(T) == 8 && k == ST_B && C >= 1 && !regs;
+    const bool direct = k == ST_B && C >= 1 && !regs;
     for (int J = max(0, C - 2); !regs && J < C; ++J) {
         if (tid == 0) flag_wait(flags + J);
         __syncthreads();
         st_copy_in(tile, P + (long)J * ST_B * kp, ST_B * kp, kp, kl);
         __syncthreads();
-        st_product(yT, 1, kl, tile, kl, J == C - 1 ? Mx : M2, ST_LD, ST_B, k, ST_B, tq, T(-1),
-                   true, 0, 1, direct && J == C - 1 ? P + (long)c0 * kp : nullptr, dsign);
+        st_product<true>(yT, 1, kl, tile, kl, J == C - 1 ? Mx : M2, ST_LD, ST_B, k, ST_B, tq,
+                         T(-1), true, 0, 1, direct && J == C - 1 ? P + (long)c0 * kp : nullptr,
+                         dsign);
     }
     if (!direct) {
         __syncthreads();
