@@ -9,9 +9,9 @@ that directory first on ``sys.path``: kernels compiled from different sources ne
 a process, where a module loaded earlier could be the one that runs.  Every process times
 each case (CUDA events, the L2 cache flushed before each call as cholesky_bench.py does, a
 warm-up call first) on the same inputs (seeded), and measures the result's error against
-the float64 update of the same inputs.  The table gives, per build, the median over the rounds of each round's
-median (and the rounds' medians, so that a drift shows), that over the first build's, and
-the largest relative error seen.
+the float64 update of the same inputs.  The table gives, per build, the median over the
+rounds of each round's median (and the rounds' medians, so that a drift shows), that over
+the first build's, and the largest relative error seen.
 """
 import argparse
 import json
