@@ -7,7 +7,7 @@ A build is a directory holding a ``qrlab`` package (a copy of the repository at 
 commit, say).  Each round runs every build once, in turn, in a fresh Python process with
 that directory first on ``sys.path``: kernels compiled from different sources never share
 a process, where a module loaded earlier could be the one that runs.  Every process times
-each case (CUDA events, the L2 cache flushed before each call as cholesky_bench.py does, a
+each case (cholesky_bench.py's Clock: CUDA events, the L2 cache flushed before each call, a
 warm-up call first) on the same inputs (seeded), and measures the result's error against
 the float64 update of the same inputs.  The table gives, per build, the median over the
 rounds of each round's median (and the rounds' medians, so that a drift shows), that over
@@ -26,8 +26,11 @@ def worker(cases, reps):
 
     import qrlab
     from qrlab.cholesky import cholesky_update
+    # after qrlab: cholesky_bench puts this checkout first on sys.path, which must not
+    # decide which build's qrlab is imported
+    from cholesky_bench import Clock
 
-    flush = cp.empty(256 * 2**20 // 4, dtype=cp.float32)
+    clock = Clock(cp)
     out = {"qrlab": os.path.dirname(qrlab.__file__), "cases": {}}
     for case in cases:
         dtype, n, k = case.split(":")
@@ -43,18 +46,10 @@ def worker(cases, reps):
             V64 = rng.standard_normal((n, k))
             V64 *= 0.9 / cp.linalg.norm(V64)
             V = V64.astype(dtype)
-            # as cholesky_bench's Clock: the flush is queued, not waited for, so that the
-            # host's work before the launch overlaps it rather than being timed (timed from
-            # an idle GPU, float32 n = 5000, k = 1 read 0.28 to 0.41 ms, against 0.21)
-            cp.cuda.Device().synchronize()
-            flush.fill(1.0)
-            start, end = cp.cuda.Event(), cp.cuda.Event()
-            start.record()
-            got = cholesky_update(R, V)
-            end.record()
-            end.synchronize()
+            clock.sync()
+            ms, got = clock(lambda: cholesky_update(R, V))
             if rep:
-                times.append(cp.cuda.get_elapsed_time(start, end))
+                times.append(ms)
             ref = cholesky_update(R.astype(cp.float64), V.astype(cp.float64))
             errors.append(float(cp.linalg.norm(got - ref) / cp.linalg.norm(ref)))
         out["cases"][case] = {"ms": times, "err": max(errors)}
