@@ -645,12 +645,12 @@ __device__ void st_product(T* out, int oq, int oc, const T* At, int lda, const T
     // chain's step; if it is 64 x 64 x 64 (k = 64, and every pass of a larger k), it goes
     // by DMMA in float too, in double, the values converted as they are loaded: one
     // block's product is done sooner that way than in 3xTF32 (fewer instructions, no
-    // splits): on an H100 the step went from 7.4 to 6.9 us at n = 5000, a few percent of
-    // the update.  The tensor cores' peak rate in double is under half 3xTF32's, so
-    // products that many blocks run at once keep 3xTF32 (the loop over J < C - 2 and the
-    // blocks' F work by DMMA made k = 32 1.23 times as slow, A/B with each build in its
-    // own process), and so do the step's for k = 32 and 48 (no gain seen).  pub (by DMMA
-    // only): also pub[c * rows + q] = out[q][c] pub_sign[c], straight from the registers.
+    // splits; the file's header has the step's times).  The tensor cores' peak rate in
+    // double is under half 3xTF32's, so products that many blocks run at once keep 3xTF32
+    // (the loop over J < C - 2 and the blocks' F work by DMMA made k = 32 1.23 times as
+    // slow, A/B with each build in its own process), and so do the step's for k = 32 and
+    // 48 (no gain seen).  pub (by DMMA only): also pub[c * rows + q] = out[q][c]
+    // pub_sign[c], straight from the registers.
     // 64 x 64 x 64 from tiles of ST_LD (the chain's step for k = 64, M2 and Mx) with the
     // sizes as constants, so that the loads' addresses need no arithmetic (by the same
     // code with the sizes as arguments, the step's product took as long as by m8n8k4)
