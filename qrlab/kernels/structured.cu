@@ -61,9 +61,13 @@
 // float kept its layout.  A block of the k = 64 chain publishes P_C four values a move,
 // and in double straight from the last product's registers (st_product's pub): 0.98 of
 // the time for k = 64 and 256 at n = 5000 and 10000 (A/B as above).  For k = 64 float's
-// chain takes its step's products by the same DMMA, in double (st_product's CHAIN), and
+// chain takes its step's products by the same DMMA, in double (st_product's WIDE), and
 // publishes from their registers too: a step at n = 5000 and 10000 went from 7.4 and 7.5
 // to 6.9 us (median; benchmarks/profile_structured.py), the call 2 to 2.5 percent less.
+// Then every 64 x 64 x 64 product of the solve for k = 64 (the loop over J < C - 2, G_C,
+// and the F work's X, C and Wm) went the same way: the update took 0.91 of the time at
+// n = 5000 and 0.93 at 10000 for k = 64, 0.91 for k = 256 at n = 10000 (A/B with each
+// build in its own process, 4 rounds), k = 16, 32 and 48 within 1.3 percent.
 //
 // Measured on an H100 (float, products by FMA, timestamps in the kernel): in one launch a
 // step of the chain takes about 2.8 us for k = 1, 6 for k = 16 and 11.5 for k = 64, 10 to
@@ -625,7 +629,7 @@ __device__ void st_product_tf32(float* out, int oq, int oc, const float* At, int
     }
 }
 
-template <bool CHAIN = false, typename T>
+template <bool WIDE = false, typename T>
 __device__ void st_product(T* out, int oq, int oc, const T* At, int lda, const T* B, int ldb,
                            int K, int rows, int cols, int tq, T sgn, bool accumulate,
                            int czero = 0, int aq = 1, T* pub = nullptr,
@@ -641,22 +645,22 @@ __device__ void st_product(T* out, int oq, int oc, const T* At, int lda, const T
     // rows of 64 columns go to the tensor cores: in double for K a multiple of 4
     // (st_product_dmma), in float for K a multiple of 8 (st_product_tf32); for fewer
     // rows the sum split over lanes has the shorter chain (the solve for k = 1 took 1.7
-    // times as long by DMMA, for k = 3 to 6 up to 1.4 times).  CHAIN: a product of the
-    // chain's step; if it is 64 x 64 x 64 (k = 64, and every pass of a larger k), it goes
-    // by DMMA in float too, in double, the values converted as they are loaded: one
+    // times as long by DMMA, for k = 3 to 6 up to 1.4 times).  WIDE: a product of the
+    // kernels for k > 16; if it is 64 x 64 x 64 (k = 64, and every pass of a larger k), it
+    // goes by DMMA in float too, in double, the values converted as they are loaded: one
     // block's product is done sooner that way than in 3xTF32 (fewer instructions, no
-    // splits; the file's header has the step's times).  The tensor cores' peak rate in
-    // double is under half 3xTF32's, so products that many blocks run at once keep 3xTF32
-    // (the loop over J < C - 2 and the blocks' F work by DMMA made k = 32 1.23 times as
-    // slow, A/B with each build in its own process), and so do the step's for k = 32 and
-    // 48 (no gain seen).  pub (by DMMA only): also pub[c * rows + q] = out[q][c]
-    // pub_sign[c], straight from the registers.
+    // splits; the file's header has the times).  The tensor cores' peak rate in double is
+    // under half 3xTF32's, so the narrower products of k = 32 and 48 keep 3xTF32 (the
+    // loop over J < C - 2 and the blocks' F work by DMMA made k = 32 1.23 times as slow,
+    // A/B with each build in its own process; the chain's step no faster).  pub (by DMMA
+    // only): also pub[c * rows + q] = out[q][c] pub_sign[c], straight from the registers.
     // 64 x 64 x 64 from tiles of ST_LD (the chain's step for k = 64, M2 and Mx) with the
     // sizes as constants, so that the loads' addresses need no arithmetic (by the same
     // code with the sizes as arguments, the step's product took as long as by m8n8k4)
-    const bool fix = rows == ST_B && K == ST_B && lda == ST_LD && ldb == ST_LD && aq == 1;
-    if constexpr (sizeof(T) == 8 || CHAIN) {
-        if ((sizeof(T) == 8 || fix) && rows >= 8 && cols == 64 && K % 4 == 0) {
+    const bool cube = rows == ST_B && K == ST_B && cols == 64;
+    const bool fix = cube && lda == ST_LD && ldb == ST_LD && aq == 1;
+    if constexpr (sizeof(T) == 8 || WIDE) {
+        if ((sizeof(T) == 8 || cube) && rows >= 8 && cols == 64 && K % 4 == 0) {
             if (fix)
                 st_product_dmma<true>(out, oq, oc, At, lda, B, ldb, K, rows, sgn, accumulate,
                                       czero, aq, pub, pub_sign);
@@ -1441,6 +1445,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
                                                              //   P as words (st_ll_put)
     const int c0 = C * ST_B, h = min(ST_B, n - c0);
     const int tq = st_rows_per_thread(k);             // of a k x 64 product
+    constexpr bool wide = KW == 64;                   // float's 64^3 products by DMMA
     __shared__ int ready;                             // the last J known to be ready (loop
     if (tid == 0) ready = -1;                         //   over J < C - 2 below)
 
@@ -1561,7 +1566,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
         int4 gv[sizeof(T)];
         if (J >= 1) st_gram_fetch<T>(gv, Gs + (long)(J - 1) * kp * kp, kp);
         __syncthreads();
-        st_product(zT, 1, kl, pT, kl, tile, ST_LD, ST_B, k, ST_B, tq, T(-1), true);
+        st_product<wide>(zT, 1, kl, pT, kl, tile, ST_LD, ST_B, k, ST_B, tq, T(-1), true);
         if (J >= 1) st_gram_add(g, gv);
     }
     __syncthreads();
@@ -1576,7 +1581,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     else if (regs)
         st_chain_wide(C, zT, kl, kp, yT, inv, M2, Mx, dsign, ll);
     else
-        st_product<true>(yT, 1, kl, zT, kl, inv, ST_LD, ST_B, k, ST_B, tq, T(1), false);
+        st_product<wide>(yT, 1, kl, zT, kl, inv, ST_LD, ST_B, k, ST_B, tq, T(1), false);
     // for k = 64 the last product (by DMMA) writes D_C P_C to P itself, from its registers
     // (no pass through shared memory and one barrier fewer before the flag)
     const bool direct = k == ST_B && C >= 1 && !regs;
@@ -1585,7 +1590,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
         __syncthreads();
         st_copy_in(tile, P + (long)J * ST_B * kp, ST_B * kp, kp, kl);
         __syncthreads();
-        st_product<true>(yT, 1, kl, tile, kl, J == C - 1 ? Mx : M2, ST_LD, ST_B, k, ST_B, tq,
+        st_product<wide>(yT, 1, kl, tile, kl, J == C - 1 ? Mx : M2, ST_LD, ST_B, k, ST_B, tq,
                          T(-1), true, 0, 1, direct && J == C - 1 ? P + (long)c0 * kp : nullptr,
                          dsign);
     }
@@ -1613,7 +1618,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
 
     // off the chain: G_C for the blocks after this one, the last terms of S, and z at the
     // segment that starts here
-    st_product(Gs + (long)C * kp * kp, kp, 1, yT, kl, yT, kl, ST_B, kp, kp, tq, T(1), false);
+    st_product<wide>(Gs + (long)C * kp * kp, kp, 1, yT, kl, yT, kl, ST_B, kp, kp, tq, T(1), false);
     __syncthreads();
     if (tid == 0) flag_release(gflags + C);
     st_stamp(4);
@@ -1638,7 +1643,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
             st_stash<64>(tile, x);
             st_copy_in(Mx, P + (long)J * ST_B * kp, ST_B * kp, kp, kl);
             __syncthreads();
-            st_product(zT, 1, kl, Mx, kl, tile, ST_LD, ST_B, k, ST_B, tq, T(-1), true);
+            st_product<wide>(zT, 1, kl, Mx, kl, tile, ST_LD, ST_B, k, ST_B, tq, T(-1), true);
         }
         __syncthreads();
         st_copy_out(z_at(sl), zT, ST_B * kp, kp, kl);
@@ -1687,7 +1692,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
         if (tid < ST_B) rdiag[tid] = tid < k ? T(1) / S[tid * kp + tid] : T(1);
         __syncthreads();
         st_invert(M2, tile, rdiag, Mx);
-        st_product(XT, 1, ST_B, yT, 1, M2, ST_LD, kp, ST_B, kp, 4, T(1), false, 0, kl);
+        st_product<wide>(XT, 1, ST_B, yT, 1, M2, ST_LD, kp, ST_B, kp, 4, T(1), false, 0, kl);
         __syncthreads();
         for (int e = tid; e < kp * kp; e += ST_NT) {
             const int l = e / kp, q = e % kp;
@@ -1719,7 +1724,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     if (k == 1) {
         j = st_cholesky_rank1(A, la, XT, sgn, Mx);
     } else {
-        st_product(A, la, 1, XT, ST_B, XT, ST_B, k, ST_B, ST_B, 4, sgn, false);
+        st_product<wide>(A, la, 1, XT, ST_B, XT, ST_B, k, ST_B, ST_B, 4, sgn, false);
         for (int e = tid; e < ST_B * kp; e += ST_NT) {
             const int r = e / kp, q = e % kp;
             A[r * la + ST_B + q] = XT[q * ST_B + r];
@@ -1740,7 +1745,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     T* const Wm = by_inverse ? zT : A + ST_B;
     const int wl = by_inverse ? kl : la;
     if (by_inverse) {
-        st_product(Wm, kl, 1, A + ST_B, 1, UsT, kl, kp, ST_B, kp, 4, sgn, false, 0, la);
+        st_product<wide>(Wm, kl, 1, A + ST_B, 1, UsT, kl, kp, ST_B, kp, 4, sgn, false, 0, la);
     } else {
         const int r = tid >> 2, part = tid & 3;
         T* const w = A + r * la + ST_B;
