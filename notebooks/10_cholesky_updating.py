@@ -556,23 +556,23 @@ for n in sorted({r["n"] for r in rows}):
 # "per-panel launches"), and the array-operation panels ($b = 256$) up to $n = 5000$.
 #
 # Plainly: **the update beats cuSOLVER's refactorization for every $k \le 64$ at every $n$ from
-# 1000 up, in both precisions**. At $n \ge 5000$ it is 8.0 to 61 times faster with $\tilde A$'s
-# forming included and 7.7 to 59 times without; the thinnest margin is float32, $n = 5000$,
+# 1000 up, in both precisions**. At $n \ge 5000$ it is 8.8 to 61 times faster with $\tilde A$'s
+# forming included and 8.5 to 59 times without; the thinnest margin is float32, $n = 5000$,
 # $k = 64$. For $k = 256$ it wins everywhere but float32 at $n = 1000$ (there refactorizing
-# takes 0.85 of the update's time): 1.4 to 5.5 times faster in float32 from $n = 2000$, 1.2 to
+# takes 0.89 of the update's time): 1.6 to 5.8 times faster in float32 from $n = 2000$, 1.2 to
 # 4.5 in float64 from $n = 1000$. The four passes at $k = 256$
-# are 1.14 to 2.8 times faster than the one launch of the chain from $n = 2000$ (at $n = 1000$
-# 1.5 times in float64, and in float32 the chain took 0.95 of their time in the last run, 1.15
-# in the one before), and bring the update within 4
+# are 1.3 to 2.8 times faster than the one launch of the chain from $n = 2000$ (at $n = 1000$
+# 1.5 times in float64, and in float32 the chain took 1.05 of their time in the last run, 0.95
+# and 1.15 in the two before), and bring the update within 4
 # times of the floor from $n = 5000$ in float64 (3.93, 3.09 and 2.75; the chain sat at 11,
-# 6.7 and 5.3) and at $n = 20000$ in float32 (3.95; the chain 5.9); float32 misses at
-# $n = 10000$ (4.69) and $n = 5000$ (10.5: four chains of 79 steps). For $k \le 64$ the
-# structured method is 3.6 to 13 times faster than the chain of reflectors at $n \ge 5000$. At
+# 6.7 and 5.3) and at $n = 20000$ in float32 (3.73; the chain 6.1); float32 misses at
+# $n = 10000$ (4.27) and $n = 5000$ (9.55: four chains of 79 steps). For $k \le 64$ the
+# structured method is 3.7 to 13 times faster than the chain of reflectors at $n \ge 5000$. At
 # $k \le 64$ and $n \ge 5000$ it sits 2.1 to
-# 7.9 times above the floor (the chain sat 7.6 to 56 times above): within 4 times at $n = 20000$
-# and 10000 in both precisions (float32 2.9 to 3.5, float64 2.1 to 3.5), at $n = 5000$ in
+# 7.2 times above the floor (the chain sat 7.6 to 56 times above): within 4 times at $n = 20000$
+# and 10000 in both precisions (float32 2.8 to 3.3, float64 2.1 to 3.5), at $n = 5000$ in
 # float64 (3.72, 3.70 and 2.95 for $k = 1$, 16 and 64), and furthest at $n = 5000$ in float32
-# (6.1 to 7.9). Runs of the benchmark differ by a few percent on one machine and by up
+# (6.1 to 7.2). Runs of the benchmark differ by a few percent on one machine and by up
 # to 15 percent between machines, so the cases near 4 may land on either side. For $k = 1$ the
 # solve's blocks sum the terms of the blocks before them with no barrier per block, and take the
 # last two blocks' results as tagged words (the value and the news that it is there in one
@@ -596,9 +596,11 @@ for n in sorted({r["n"] for r in rows}):
 # $k = 64$ and 256; in float32 for
 # $k \ge 8$ in 3xTF32 (each value split into two TF32 parts, three products kept), which took 15
 # to 18 percent off the update at $n = 5000$ and 10000 for $k = 16$ and 64, with the same
-# errors, except the step of the chain for $k = 64$, whose products run as DMMA in float64 too (the
-# float32 values converted as they are loaded): one block's product is done sooner that way, and a
-# step went from 7.4 to 6.9 us, 2 to 3 percent of the update. For $k > 32$ each block's two
+# errors, except the solve's $64 \times 64 \times 64$ products at $k = 64$, which run as DMMA in
+# float64 too (the float32 values converted as they are loaded): one block's product is done sooner
+# that way. For the step of the chain alone that took a step from 7.4 to 6.9 us, 2 to 3 percent of
+# the update; for the solve's other such products too (its loop, $G_C$, and the block's factor of
+# $M$) another 7 to 9 percent at $k = 64$ and 256. For $k > 32$ each block's two
 # triangular solves with the $k \times k$ factor of $S$ run as products with its inverse (row by row
 # they took 73 of the 170 us a block works after its step at $k = 64$); with the hand-off's flag
 # published by a release alone (no fence before it) that took 2 to 12 percent off the update at $k =
