@@ -619,23 +619,32 @@ class TestCuPy:
                     np.testing.assert_array_equal(cp.asnumpy(R_d), R)
 
     @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-    def test_structured_queued_passes_are_the_passes(self, dtype, monkeypatch):
-        """Passes queued back to back give the same factor, bit for bit, as passes
-        launched one by one: each pass reads the array the one before wrote only after
-        it is done (n = 1300, k = 200: four passes, so each of the two arrays is written
-        twice; more passes than the default at this size)."""
+    @pytest.mark.parametrize("n, k, passes", [(1300, 200, 4), (2100, 129, 3), (4000, 256, 4)])
+    def test_structured_queued_passes_are_the_passes(self, n, k, passes, dtype, monkeypatch):
+        """Passes queued back to back, overlapped (each launch after the first starting
+        while the one before runs, its blocks waiting for that pass's tiles:
+        ``structured_overlap``) or not, give the same factor, bit for bit, as passes
+        launched one by one: each pass reads a tile of the array the one before wrote only
+        once it is done, and writes a tile of the array it shares with the pass before
+        that only once the pass in between has read it (four passes: each of the two
+        arrays written twice; the last pass of k = 129 a kernel of its own, k = 1).
+        Overlapped three times, so that a race has chances to show."""
         import cupy as cp
 
         from qrlab.gpu import GpuExecutor
         monkeypatch.setattr(GpuExecutor, "structured_rows_per_pass", {4: 1, 8: 1})
-        n, k = 1300, 200
-        assert GpuExecutor().structured_passes(dtype, n, k) == 4
+        assert GpuExecutor().structured_passes(dtype, n, k) == passes
         R, V, A64, target = make_problem(n, k, dtype, False, seed=11)
         R_d, V_d = cp.asarray(R), cp.asarray(V)
+        overlapped = [cholesky_update(R_d, V_d) for _ in range(3)]
+        monkeypatch.setattr(GpuExecutor, "structured_overlap", False)
         queued = cholesky_update(R_d, V_d)
         monkeypatch.setattr(GpuExecutor, "structured_queued", False)
-        cp.testing.assert_array_equal(queued, cholesky_update(R_d, V_d))
-        check_factor(cp.asnumpy(queued), A64, V, target, dtype)
+        one_by_one = cholesky_update(R_d, V_d)
+        cp.testing.assert_array_equal(queued, one_by_one)
+        for R1 in overlapped:
+            cp.testing.assert_array_equal(R1, one_by_one)
+        check_factor(cp.asnumpy(one_by_one), A64, V, target, dtype)
 
     @pytest.mark.parametrize("queued", [True, False])
     @pytest.mark.parametrize("overwrite", [False, True])

@@ -174,8 +174,9 @@
 // (times the sign of R[i][i]).  F: per 32 rows, (32 + kp) x 32: F[j][r] = M_II[r][j]
 // (times the sign of row j) and F[32 + q][r] = Wm_I[r][q].  Gs: per block, kp x kp.
 // sync: ints, zero: [ticket, fail, non-finite, zero diagonal, then per block a flag for P,
-// one for G, the last segment whose z it wrote, and F written, then the count of the
-// solve's blocks that are done and three ints unused], then for k <= 16 P's words
+// one for G, the last segment whose z it wrote, F written, and the apply's jobs done in
+// its tile of columns (each of these five parts padded to a multiple of 4 ints), then the
+// count of the solve's blocks that are done and three ints unused], then for k <= 16 P's words
 // (st_ll_put; per block, k = 1: 64 values beside tags, else 64 x 16 values in the order
 // of st_chain_wide's fragments, st_frag_slot); a breakdown in column j
 // leaves n - j in sync[1] (the largest kept, so the first column), a zero R[j][j] n - j
@@ -208,13 +209,15 @@ __device__ __forceinline__ void st_stamp(int) {}
                      // for J >= C - ST_LL_LOOP (st_z_regs)
 
 // The per-block ints of sync (see the layout above): part 0 the P flags, 1 the G flags,
-// 2 the last segment whose z a block wrote, 3 F written; part 4 starts the count of the
+// 2 the last segment whose z a block wrote, 3 F written, 4 the apply's jobs done per tile
+// of 64 columns (for a pass after this one, st_update); part 5 starts the count of the
 // solve's blocks that are done (4 ints), after which come P's words for k <= 16
-enum { ST_P_FLAGS, ST_G_FLAGS, ST_Z_FLAGS, ST_DONE, ST_COUNT };
+// (each part nb ints rounded up to 4, so that P's words start 16 bytes aligned)
+enum { ST_P_FLAGS, ST_G_FLAGS, ST_Z_FLAGS, ST_DONE, ST_COLS, ST_COUNT };
 template <typename I>
 __device__ __forceinline__ I* st_sync_part(I* sync, int nb, int part)
 {
-    return sync + 4 + part * nb;
+    return sync + 4 + part * ((nb + 3) & ~3);
 }
 
 __device__ int st_poll(const int* flags, const int* gflags, int from, int end)
@@ -270,12 +273,14 @@ __device__ __forceinline__ void st_fetch(T x[ROWS / 4], const T* R, long ldr, in
                                          int c0)
 {
     // rows r0 .. r0 + ROWS, columns c0 .. c0 + 64 of triu(R), zero outside R, into
-    // registers: column tid % 64, rows tid / 64 + 4u
+    // registers: column tid % 64, rows tid / 64 + 4u.  From L2 (__ldcg): with passes, R
+    // is the output of a launch that may still be running (st_update), so no load of it
+    // may go through the read-only path or keep it in L1
     const int c = c0 + (threadIdx.x & 63), r = r0 + (threadIdx.x >> 6);
 #pragma unroll
     for (int u = 0; u < ROWS / 4; ++u) {
         const int ru = r + 4 * u;
-        x[u] = (ru <= c && c < n) ? R[(long)ru * ldr + c] : T(0);
+        x[u] = (ru <= c && c < n) ? __ldcg(R + (long)ru * ldr + c) : T(0);
     }
 }
 
@@ -1123,7 +1128,7 @@ __device__ __forceinline__ void st_frag_fetch(T x[16], const T* R, long ldr, int
 #pragma unroll
     for (int i = 0; i < 16; ++i) {
         const int ri = r + st_frag_row<T>(i), ci = c + st_frag_col<T>(i);
-        x[i] = (ri <= ci && ci < n) ? R[(long)ri * ldr + ci] : T(0);
+        x[i] = (ri <= ci && ci < n) ? __ldcg(R + (long)ri * ldr + ci) : T(0);
     }
 }
 
@@ -1950,11 +1955,30 @@ __device__ __forceinline__ int st_ticket(int* sync)
 template <typename T, int KW>
 __device__ void st_update(const T* R, long ldr, T* out, long ldo, const T* W, long wq, long wc,
                           int n, int k, T sgn, T* P, T* F, T* Zs, T* Gs, int sb,
-                          const int4* table, int* sync, int* found)
+                          const int4* table, int* sync, int* found, const int* before)
 {
     // the solve and the apply in one launch (out is not R): the first nb blocks solve, the
-    // others apply, each as soon as the rows it needs are ready
+    // others apply, each as soon as the rows it needs are ready.
+    // Passes (GpuExecutor.structured_update_passes): the launch of the next pass may start
+    // once every block of this one has (a programmatic dependent launch; without one this
+    // is a no-op).  Its blocks then wait, by tiles of 64 columns, for the jobs of this
+    // pass's apply (before: this pass's sync, or null for the first pass): a block of the
+    // solve for the whole tile of its columns of R (this pass's out), a job of the apply
+    // for the tile it reads and writes (its out is the array this pass read, and this
+    // pass has read the tile once its jobs of the tile are done).
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
     const int t = st_ticket(sync), nb = (n + ST_B - 1) / ST_B;
+    const int4 job = t < nb ? make_int4(t, 0, 0, 0) : table[t - nb];
+    if (before) {
+        // the apply's jobs of tile c: one per segment that reaches its diagonal block
+        const int c = job.x, seg = ST_B * sb;
+        if (threadIdx.x == 0)
+            flag_wait(st_sync_part(before, nb, ST_COLS) + c,
+                      (min(ST_B * (c + 1), n) + seg - 1) / seg);
+        __syncthreads();
+    }
     st_stamp(0);
     if (t < nb) {
         // a block of the solve writes the zeros left of its diagonal block (the apply's
@@ -1963,7 +1987,13 @@ __device__ void st_update(const T* R, long ldr, T* out, long ldo, const T* W, lo
                                            sync, out, ldo);
         st_report(sync, nb, found);
         st_zero(out, ldo, t * ST_B, min(ST_B, n - t * ST_B), zt * ST_B, t * ST_B);
-    } else st_apply(table[t - nb], true, R, ldr, out, ldo, W, wq, wc, n, k, P, F, Zs, 0, sync);
+    } else {
+        st_apply(job, true, R, ldr, out, ldo, W, wq, wc, n, k, P, F, Zs, 0, sync);
+        __syncthreads();
+        if (threadIdx.x == 0)
+            asm volatile("red.release.gpu.global.add.s32 [%0], 1;"
+                         :: "l"(st_sync_part(sync, nb, ST_COLS) + job.x) : "memory");
+    }
     st_stamp(6);
 }
 
@@ -1984,10 +2014,11 @@ __device__ void st_update(const T* R, long ldr, T* out, long ldo, const T* W, lo
     }                                                                                      \
     __global__ void __launch_bounds__(ST_NT, BOUND) structured_update##NAME(                \
         const T* R, long ldr, T* out, long ldo, const T* W, long wq, long wc, int n, int k, \
-        T sgn, T* P, T* F, T* Zs, T* Gs, int sb, const int4* table, int* sync, int* found) \
+        T sgn, T* P, T* F, T* Zs, T* Gs, int sb, const int4* table, int* sync, int* found, \
+        const int* before)                                                                 \
     {                                                                                      \
         st_update<T, KW>(R, ldr, out, ldo, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb, table,  \
-                         sync, found);                                                     \
+                         sync, found, before);                                             \
     }
 
 extern "C" {
