@@ -15,7 +15,8 @@ that solve ``P = R^{-T} V`` block by block and factor the diagonal blocks of the
 structured factor ``M`` of ``I +- P P^T``, and in the same launch thread blocks that form
 ``M R`` as matrix products as soon as their rows are solved (in place, a second launch);
 the products run on the tensor cores (DMMA in float64; 3xTF32 in float32, but the solve's
-64 x 64 x 64 products at k = 64 by DMMA in float64).
+64 x 64 x 64 products at k = 64 by DMMA in float64).  Each pass after the first starts
+while the one before finishes (:meth:`GpuExecutor.structured_update_passes`).
 
 The Cholesky update where passes are slower (large k at small n), a triangle
 ``[R; V^T]`` reduced to ``[R'; 0]``, adding rows (``[R; U]``, right-hand sides carried),
