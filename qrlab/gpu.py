@@ -1059,21 +1059,18 @@ class GpuExecutor(Executor):
             dst = out if (npass - 1 - p) % 2 == 0 else spare
             steps.append((source, W[width * p:width * (p + 1)], dst))
             source = dst
+        plans = [self._structured_plan_for(*step) for step in steps]
+        # (passes into new arrays, each one launch)
         overlap = (self.structured_overlap and self.structured_queued and npass > 1
-                   and self.structured_follow)
+                   and all(len(plan.kernels) == 1 for plan in plans))
         # overlapped, every pass's flags are zeroed before the first launch, so that the
         # launches follow one another on the stream with nothing between them
-        setups = None
-        if overlap:
-            plans = [self._structured_setup(*step, workspace=False)[0] for step in steps]
-            overlap = all(len(plan.kernels) == 1 for plan in plans)   # (into new arrays)
-        if overlap:
-            setups = list(zip(plans, _structured_workspaces(plans, R.dtype)))
+        works = _structured_workspaces(plans, R.dtype) if overlap else [None] * npass
         reports = []
         for p, (source, Wp, dst) in enumerate(steps):
-            before = setups[p - 1][1][1] if overlap and p else None
+            before = works[p - 1][1] if overlap and p else None
             reports.append(self._structured_launch(source, Wp, sgn, dst, check_finite,
-                                                   setups[p] if overlap else None, before))
+                                                   plans[p], works[p], before))
             if not self.structured_queued:
                 _structured_outcome(reports[-1], n)          # (waits for this pass)
         return [_structured_outcome(report, n) for report in reports]
@@ -1103,9 +1100,8 @@ class GpuExecutor(Executor):
         return _structured_outcome(self._structured_launch(R, W, sgn, out, check_finite),
                                    R.shape[0])
 
-    def _structured_setup(self, R, W, out, workspace=True):
-        """The plan of :meth:`structured_update`'s launch and its workspace, flags zeroed
-        on the current stream (``_structured_workspace``; None without ``workspace``)."""
+    def _structured_plan_for(self, R, W, out):
+        """The plan of :meth:`structured_update`'s launch (``_structured_plan``)."""
         import cupy as cp
         n, k = R.shape[0], W.shape[0]
         item = R.dtype.itemsize
@@ -1114,19 +1110,21 @@ class GpuExecutor(Executor):
         # into a new array, the apply follows the solve in the same launch; in place it
         # must wait for the whole solve (which reads R, and may fail)
         follow = out is not R and self.structured_follow
-        plan = keep_alive(_structured_plan(n, k, item, cp.cuda.Device().id, follow))
-        return plan, (_structured_workspace(plan, R.dtype) if workspace else None)
+        return keep_alive(_structured_plan(n, k, item, cp.cuda.Device().id, follow))
 
-    def _structured_launch(self, R, W, sgn, out, check_finite, setup=None, before=None):
+    def _structured_launch(self, R, W, sgn, out, check_finite, plan=None, workspace=None,
+                           before=None):
         """:meth:`structured_update`'s launch, with no wait: returns its report (pinned host
-        memory that the solve's last block writes; see ``_structured_outcome``).  ``setup``:
-        from :meth:`_structured_setup` (else made here); ``before``: where the flags of the
-        pass before start, whose launch this one follows on the stream as a programmatic
-        dependent launch (``_launch_dependent``; into a new array only)."""
+        memory that the solve's last block writes; see ``_structured_outcome``).  ``plan``
+        (:meth:`_structured_plan_for`) and ``workspace`` (``_structured_workspace``) are
+        made here where not given; ``before``: where the flags of the pass before start,
+        whose launch this one follows on the stream as a programmatic dependent launch
+        (``_launch_dependent``; into a new array only)."""
         n, k = R.shape[0], W.shape[0]
         dt = R.dtype
         item = dt.itemsize
-        plan, workspace = setup or self._structured_setup(R, W, out)
+        plan = plan or self._structured_plan_for(R, W, out)
+        workspace = workspace or _structured_workspace(plan, dt)
         follow = len(plan.kernels) == 1
         # The host's work before the launch and after the kernel is time the GPU or the
         # caller waits, so a call makes one allocation (the workspace and the flags), one
