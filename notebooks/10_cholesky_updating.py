@@ -547,7 +547,7 @@ for n in sorted({r["n"] for r in rows}):
 # starts while the one before finishes, its blocks waiting for that pass's tiles of 64
 # columns (another 0.86 to 0.94 of the time in float32, 0.94 in float64 at $n = 5000$; the
 # same results bit for bit), at every $n$ here. Where more passes would
-# be slower (from about 5 at $n \le 3000$ in float32, 9 in float64) the whole update is
+# be slower (from about 7 at $n \le 3000$ in float32, 8 in float64) the whole update is
 # **one launch** of the chain of reflectors (`qrlab/kernels/triangle.cu`). Its
 # thread blocks own tiles of 32 columns of a chunk of $V^T$'s rows (43 to 256 of them:
 # a model of the launch picks the count). The block that owns the next panel's columns

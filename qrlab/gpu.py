@@ -983,8 +983,8 @@ class GpuExecutor(Executor):
 
     #: by itemsize: n divided by this is the most passes that :meth:`structured_passes`
     #: takes (but :attr:`structured_min_passes` at least)
-    structured_rows_per_pass = {4: 700, 8: 200}
-    structured_min_passes = {4: 4, 8: 9}
+    structured_rows_per_pass = {4: 480, 8: 200}
+    structured_min_passes = {4: 6, 8: 8}
 
     def structured_passes(self, dtype, n, k):
         """How many passes of at most :attr:`structured_k_max` columns of V (each
@@ -995,17 +995,19 @@ class GpuExecutor(Executor):
         Each pass is a whole structured update, with its own chain of the solve, so the
         passes' time grows in steps of 64 columns; the chain of reflectors' one launch
         grows slowly with k at small n and about as fast as the passes at large n.  On an
-        H100 (a new array, median of 7 with L2 flushed, the passes queued; chain time /
-        passes time), in float32: 1.19, 1.32, 1.11 and 1.29 for k = 256 at n = 1000,
-        2000, 3000 and 5000, and 0.66, 0.73, 0.64 and 0.92 for 512; at n = 10000, 1.25
-        for 512 and 1.03 for 1024.  In float64: 1.14, 1.23 and 1.35 for k = 512 at
-        n = 1000, 2000 and 3000, and 0.69, 0.82 and 0.97 for 1024; at n = 5000 and
-        10000, 1.43 and 1.48 for 1024 (and more for smaller k everywhere).  Where the
-        two times cross, by linear interpolation in the passes: about 5 passes at
-        n = 1000 to 3000, 7 at 5000 and 15 at 10000 in float32, and 9, 11 and 15 at
-        n = 1000, 2000 and 3000 in float64 (at 5000 and 10000 more than 16).  Hence
-        passes up to ``max(4, n // 700)`` in float32 and ``max(9, n // 200)`` in float64
-        (:attr:`structured_rows_per_pass`, :attr:`structured_min_passes`)."""
+        H100 (a new array, median of 5 with L2 flushed, the passes queued and overlapped;
+        chain time / passes time), in float32: 1.07, 1.07, 1.08 and 1.29 for k = 384 at
+        n = 1000, 2000, 3000 and 5000, 0.82, 0.83, 0.89 and 1.14 for 512, 0.93 for 768
+        at 5000; at n = 7000, 1.17 for 640 and 1.04 for 896; at 10000, 1.26 for 1024 and
+        1.19 for 1280.  In float64: 1.27, 1.46, 1.77 and 2.17 for 384, 1.03, 1.25, 1.44
+        and 1.92 for 512, 0.73, 0.98, 1.11 and 1.59 for 768, and 0.65, 0.81, 0.98 and
+        1.51 for 1024.  Where the two times cross, by linear interpolation in the passes:
+        about 6.5 to 7 passes at n = 1000 to 3000, 10.6 at 5000, 15.5 at 7000 and more
+        than 20 at 10000 in float32, and 8.2, 11.7 and 15.5 at n = 1000, 2000 and 3000 in
+        float64 (more than 16 at 5000).  Hence passes up to ``max(6, n // 480)`` in
+        float32 and ``max(8, n // 200)`` in float64 (:attr:`structured_rows_per_pass`,
+        :attr:`structured_min_passes`).  (Before the passes overlapped the float32
+        crossings were about 5 passes up to n = 3000 and 7 at 5000.)"""
         dtype = np.dtype(dtype)
         if not (self.one_launch and dtype.kind == "f" and dtype.itemsize in (4, 8)
                 and k >= 1 and self.structured_k_max >= 1):
