@@ -214,13 +214,30 @@ def _structured_kernels(item, width=64):
     largest k (the limit belongs to the function, so one value serves every launch)."""
     dt, w = ("f32" if item == 4 else "f64"), ("" if width == 64 else str(width))
     solve, apply = _structured_smem(item, 64)
+    both = max(solve, apply, _alone_smem() if item == 4 else 0)
     fns = []
     for name, smem in ((f"structured_solve{w}_{dt}", solve), (f"structured_apply_{dt}", apply),
-                       (f"structured_update{w}_{dt}", max(solve, apply))):
+                       (f"structured_update{w}_{dt}", both)):
         fn = kernels().get_function(name)
         fn.max_dynamic_shared_size_bytes = smem
         fns.append(fn)
     return fns
+
+
+#: float's one launch of the structured update takes a whole SM per thread block (not
+#: two) while the solve's blocks are at most this share of the SMs, by the solve's
+#: kernels (k = 1, 1 < k <= 16, k <= 64): see :func:`_structured_plan`
+_STRUCTURED_ALONE = {1: 0.6, 16: 0.6, 64: 0.75}
+
+
+@functools.lru_cache(maxsize=None)
+def _alone_smem():
+    """Dynamic shared memory that leaves room for one thread block per SM (more than
+    half an SM's), or 0 where a block may not ask that much."""
+    import cupy as cp
+    attrs = cp.cuda.Device().attributes
+    half = attrs["MaxSharedMemoryPerMultiprocessor"] // 2 + 1
+    return half if half <= attrs["MaxSharedMemoryPerBlockOptin"] else 0
 
 
 def back_solve(R, y):
@@ -328,7 +345,20 @@ def _structured_plan(n, k, item, device, follow):
     written and a count of the apply's jobs done in its tile of 64 columns (each part
     padded to 16 bytes), and a count of the solve's blocks done (4 ints), then for
     k <= 16 P again, as words that say they have come (per block, k = 1: 64 values beside
-    tags, 8 or 16 bytes each; else 64 x 16 values), zeroed with the flags."""
+    tags, 8 or 16 bytes each; else 64 x 16 values), zeroed with the flags.
+
+    In float two thread blocks fit on an SM, and a block of the solve then shares its SM
+    with one of the apply (or of the solve), which slows its steps of the chain.  Where
+    the solve's blocks are few enough to leave SMs for the apply (``_STRUCTURED_ALONE``),
+    the one launch asks for more than half an SM's shared memory, so that every block
+    has an SM to itself.  On an H100 (132 SMs; float32, a new array, median of 8
+    interleaved in one process, the same results bit for bit), one block per SM took
+    0.80 of the time for k = 64 at n = 3000, 4000 and 5000, 0.88 at 6000, 0.99 at 7000
+    and 1.11 at 8000 (79, 94, 110 and 125 blocks of the solve at n = 5000 to 8000); for
+    k = 16 0.86 to 0.90 at n = 3000 to 5000, 0.97 at 6000, 1.07 at 7000 and 1.16 at
+    8000; for k = 1 0.90 at 3000, 0.975 at 5000 and 1.03 at 6000; for k = 256 (four
+    passes) 0.85, 0.82, 0.92 and 1.04 at n = 3000, 5000, 6000 and 7000; within 1
+    percent at n = 1000 and 2000."""
     kp = -(-k // 4) * 4
     nb, sb = _structured_blocks(n, item)
     npad, nseg = nb * 64, -(-nb // sb)
@@ -343,7 +373,10 @@ def _structured_plan(n, k, item, device, follow):
     smem1, smem2 = _structured_smem(item, kp)
     table = _structured_table(n, item, device, follow)
     if follow:
-        kernels, grids, smem = (both,), ((nb + table.shape[0],),), (max(smem1, smem2),)
+        smem = max(smem1, smem2)
+        if item == 4 and nb <= _STRUCTURED_ALONE[width] * _sm_count():
+            smem = max(smem, _alone_smem())
+        kernels, grids, smem = (both,), ((nb + table.shape[0],),), (smem,)
     else:
         kernels, grids, smem = (solve, apply), ((nb,), (table.shape[0],)), (smem1, smem2)
     return _StructuredPlan(kernels, grids, smem, table, sb, parts, item * values,
