@@ -1016,7 +1016,7 @@ class GpuExecutor(Executor):
 
     #: by itemsize: n divided by this is the most passes that :meth:`structured_passes`
     #: takes (but :attr:`structured_min_passes` at least)
-    structured_rows_per_pass = {4: 480, 8: 200}
+    structured_rows_per_pass = {4: 400, 8: 200}
     structured_min_passes = {4: 6, 8: 8}
 
     def structured_passes(self, dtype, n, k):
@@ -1032,12 +1032,15 @@ class GpuExecutor(Executor):
         chain time / passes time), in float32: 1.07, 1.07, 1.08 and 1.29 for k = 384 at
         n = 1000, 2000, 3000 and 5000, 0.82, 0.83, 0.89 and 1.14 for 512, 0.93 for 768
         at 5000; at n = 7000, 1.17 for 640 and 1.04 for 896; at 10000, 1.26 for 1024 and
-        1.19 for 1280.  In float64: 1.27, 1.46, 1.77 and 2.17 for 384, 1.03, 1.25, 1.44
-        and 1.92 for 512, 0.73, 0.98, 1.11 and 1.59 for 768, and 0.65, 0.81, 0.98 and
-        1.51 for 1024.  Where the two times cross, by linear interpolation in the passes:
-        about 6.5 to 7 passes at n = 1000 to 3000, 10.6 at 5000, 15.5 at 7000 and more
-        than 20 at 10000 in float32, and 8.2, 11.7 and 15.5 at n = 1000, 2000 and 3000 in
-        float64 (more than 16 at 5000).  Hence passes up to ``max(6, n // 480)`` in
+        1.19 for 1280.  Then with one thread block per SM up to n = 6300
+        (``_structured_plan``): 0.80, 0.94, 1.37, 1.31 and 1.31 for 512 at n = 2000,
+        3000, 4000, 5000 and 6000, and 0.64, 0.76, 1.11, 1.006 and 1.016 for 896.  In
+        float64: 1.27, 1.46, 1.77 and 2.17 for 384 at n = 1000, 2000, 3000 and 5000, 1.03,
+        1.25, 1.44 and 1.92 for 512, 0.73, 0.98, 1.11 and 1.59 for 768, and 0.65, 0.81,
+        0.98 and 1.51 for 1024.  Where the two times cross, by linear interpolation in the
+        passes: about 7 passes at n = 1000 to 3000, 14 at 5000 and 6000, 15.5 at 7000 and
+        more than 20 at 10000 in float32, and 8.2, 11.7 and 15.5 at n = 1000, 2000 and 3000
+        in float64 (more than 16 at 5000).  Hence passes up to ``max(6, n // 400)`` in
         float32 and ``max(8, n // 200)`` in float64 (:attr:`structured_rows_per_pass`,
         :attr:`structured_min_passes`).  (Before the passes overlapped the float32
         crossings were about 5 passes up to n = 3000 and 7 at 5000.)"""

@@ -2002,7 +2002,9 @@ __device__ void st_update(const T* R, long ldr, T* out, long ldo, const T* W, lo
 // largest k): in one body the loop and hand-off of k = 1 (st_z_regs, st_ll_*) took
 // registers from the rest and made the float update of k = 16 and 64 1 to 7 percent
 // slower (H100).  In float, two blocks per SM (left alone, ptxas gave the solve of k = 1
-// 208 registers, the one launch 155).
+// 208 registers, the one launch 155); where the solve's blocks are few, the host asks for
+// enough shared memory that each block of the one launch has an SM to itself
+// (gpu._structured_plan: a block of the solve beside another steps more slowly).
 #define ST_KERNELS(NAME, T, KW, BOUND)                                                        \
     __global__ void __launch_bounds__(ST_NT, BOUND) structured_solve##NAME(                 \
         const T* R, long ldr, const T* W, long wq, long wc, int n, int k, T sgn, T* P,     \
