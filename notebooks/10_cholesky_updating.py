@@ -631,9 +631,11 @@ for n in sorted({r["n"] for r in rows}):
 # steps at $n = 5000$, while the product $M R$ alone would take 0.11 to 0.28 ms.
 # `benchmarks/profile_structured.py` times each block's phases (its table is in
 # `benchmarks/results/`): at $n = 5000$, $k = 1$ in float32 the last block publishes its part of $P$
-# 167 us after the first block starts, its factor of $M$ at 180, and the product ends at 202; in
-# float64 at 199, 210 and 245, the product behind the chain (one thread block per SM: its last job
-# starts at 219).
+# 146 us after the first block starts, its factor of $M$ at 157, and the product ends at 199 (its
+# last job starting at 165: with a block per SM the product has fewer SMs); in float64 at 199, 210
+# and 245, the product behind the chain too (its last job starts at 219). For $k = 64$ in float32
+# a step takes 4.6 us (6.0 with two blocks per SM), the last $P$ comes at 412 us, the last block's
+# factor of $M$ 93 us later and the product ends 62 us after that.
 # The checks, on the committed numbers:
 
 # %%
