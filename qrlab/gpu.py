@@ -373,10 +373,10 @@ def _structured_plan(n, k, item, device, follow):
     smem1, smem2 = _structured_smem(item, kp)
     table = _structured_table(n, item, device, follow)
     if follow:
-        smem = max(smem1, smem2)
+        one = max(smem1, smem2)                     # the one launch's shared memory
         if item == 4 and nb <= _STRUCTURED_ALONE[width] * _sm_count():
-            smem = max(smem, _alone_smem())
-        kernels, grids, smem = (both,), ((nb + table.shape[0],),), (smem,)
+            one = max(one, _alone_smem())
+        kernels, grids, smem = (both,), ((nb + table.shape[0],),), (one,)
     else:
         kernels, grids, smem = (solve, apply), ((nb,), (table.shape[0],)), (smem1, smem2)
     return _StructuredPlan(kernels, grids, smem, table, sb, parts, item * values,
