@@ -158,7 +158,7 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
     the result of the one before (``A + s V V^T = (A + s V_1 V_1^T) + s V_2 V_2^T ...``),
     queued back to back, where that is faster than the chain of reflectors below: on an
     H100, up to ``max(6, n / 400)`` passes in float32 and ``max(8, n / 200)`` in float64,
-    which made k = 256 1.1 to 2.0 times faster in float32 and 1.6 to 2.7 times in float64
+    which made k = 256 1.1 to 2.1 times faster in float32 and 1.5 to 2.9 times in float64
     at n = 1000 to 10000 (``GpuExecutor.structured_passes``). In a downdate each
     intermediate matrix is the final one plus a positive semidefinite term, so a pass
     breaks down only if the whole downdate does, but it may do so at a later column; a

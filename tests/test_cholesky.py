@@ -619,6 +619,26 @@ class TestCuPy:
                     np.testing.assert_array_equal(cp.asnumpy(R_d), R)
 
     @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+    @pytest.mark.parametrize("n, k", [(300, 256), (2100, 129), (700, 150)])
+    def test_structured_passes_write_every_value(self, n, k, dtype, monkeypatch):
+        """Passes into two arrays filled with nan: only the last pass writes the zeros
+        below the diagonal, and no pass reads that triangle of the array it reads, so the
+        result has every value (the factor above the diagonal, zeros below)."""
+        import cupy as cp
+
+        from qrlab.gpu import GpuExecutor
+        monkeypatch.setattr(GpuExecutor, "structured_rows_per_pass", {4: 1, 8: 1})
+        R, V, A64, target = make_problem(n, k, dtype, False, seed=n + k)
+        out = cp.full((n, n), cp.nan, dtype=dtype)
+        spare = cp.full((n, n), cp.nan, dtype=dtype)
+        reports = GpuExecutor().structured_update_passes(
+            cp.ascontiguousarray(cp.asarray(R)), cp.asarray(V).T, 1, out, spare)
+        assert len(reports) == -(-k // 64)
+        assert all(report == (-1, -1, 0) for report in reports)
+        assert bool(cp.isnan(spare).any())       # (an earlier pass left its triangle)
+        check_factor(cp.asnumpy(out), A64, V, target, dtype)
+
+    @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
     @pytest.mark.parametrize("n, k, passes", [(1300, 200, 4), (2100, 129, 3), (4000, 256, 4)])
     def test_structured_queued_passes_are_the_passes(self, n, k, passes, dtype, monkeypatch):
         """Passes queued back to back, overlapped (each launch after the first starting

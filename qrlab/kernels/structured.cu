@@ -1955,10 +1955,13 @@ __device__ __forceinline__ int st_ticket(int* sync)
 template <typename T, int KW>
 __device__ void st_update(const T* R, long ldr, T* out, long ldo, const T* W, long wq, long wc,
                           int n, int k, T sgn, T* P, T* F, T* Zs, T* Gs, int sb,
-                          const int4* table, int* sync, int* found, const int* before)
+                          const int4* table, int* sync, int* found, const int* before,
+                          int zeros)
 {
     // the solve and the apply in one launch (out is not R): the first nb blocks solve, the
-    // others apply, each as soon as the rows it needs are ready.
+    // others apply, each as soon as the rows it needs are ready.  zeros: whether the
+    // blocks of the solve write out's strict lower triangle (not for a pass whose result
+    // only the next pass reads: it never reads that triangle).
     // Passes (GpuExecutor.structured_update_passes): the launch of the next pass may start
     // once every block of this one has (a programmatic dependent launch; without one this
     // is a no-op).  Its blocks then wait, by tiles of 64 columns, for the jobs of this
@@ -1984,9 +1987,9 @@ __device__ void st_update(const T* R, long ldr, T* out, long ldo, const T* W, lo
         // a block of the solve writes the zeros left of its diagonal block (the apply's
         // table has none), those it did not write while waiting once it is done
         const int zt = st_solve<T, KW>(t, R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb,
-                                           sync, out, ldo);
+                                           sync, zeros ? out : nullptr, ldo);
         st_report(sync, nb, found);
-        st_zero(out, ldo, t * ST_B, min(ST_B, n - t * ST_B), zt * ST_B, t * ST_B);
+        if (zeros) st_zero(out, ldo, t * ST_B, min(ST_B, n - t * ST_B), zt * ST_B, t * ST_B);
     } else {
         st_apply(job, true, R, ldr, out, ldo, W, wq, wc, n, k, P, F, Zs, 0, sync);
         __syncthreads();
@@ -2017,10 +2020,10 @@ __device__ void st_update(const T* R, long ldr, T* out, long ldo, const T* W, lo
     __global__ void __launch_bounds__(ST_NT, BOUND) structured_update##NAME(                \
         const T* R, long ldr, T* out, long ldo, const T* W, long wq, long wc, int n, int k, \
         T sgn, T* P, T* F, T* Zs, T* Gs, int sb, const int4* table, int* sync, int* found, \
-        const int* before)                                                                 \
+        const int* before, int zeros)                                                      \
     {                                                                                      \
         st_update<T, KW>(R, ldr, out, ldo, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb, table,  \
-                         sync, found, before);                                             \
+                         sync, found, before, zeros);                                      \
     }
 
 extern "C" {
