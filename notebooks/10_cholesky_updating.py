@@ -638,7 +638,11 @@ for n in sorted({r["n"] for r in rows}):
 # last job starting at 165: with a block per SM the product has fewer SMs); in float64 at 199, 210
 # and 245, the product behind the chain too (its last job starts at 219). For $k = 64$ in float32
 # a step takes 4.6 us (6.0 with two blocks per SM), the last $P$ comes at 412 us, the last block's
-# factor of $M$ 93 us later and the product ends 62 us after that.
+# factor of $M$ 93 us later and the product ends 62 us after that. So at $n = 5000$ in
+# float32 the chain alone takes about all of 4 times the floor or more (its last $P$ at 146,
+# 222 and 412 us from the first block's start, the stamps adding a few percent, against 137,
+# 199 and 398 us for the whole call at $k = 1$, 16 and 64): a faster factor of $M$ or product
+# cannot bring these cases within 4 times; a shorter chain (fewer or cheaper steps) must.
 # The checks, on the committed numbers:
 
 # %%
