@@ -8,7 +8,8 @@ on fresh random blocks, everything resident on the device:
 
 * ``t_update``: the update of the factors the case needs (Q, R and ``d = Q^T b`` for
   adding columns and removing rows; R and ``d`` for removing columns and adding rows, as
-  in the papers) plus the triangular solve for ``x``;
+  in the papers, there kept as the triangle of ``[A, b]``, whose corner entry is the
+  residual norm) plus the triangular solve for ``x``;
 * ``t_gels``: the papers' baseline, a QR least-squares solve of the updated matrix
   (cuSOLVER ``geqrf`` + ``ormqr`` + ``trsm``);
 * ``t_same``: recomputation producing the same factors (``cupy.linalg.qr`` complete
@@ -232,9 +233,9 @@ def run_case(xp, case, dtype, reps, method="blocked"):
         Q, R = xp.linalg.qr(A, mode="complete")
         Rd = xp.concatenate([R, (Q.T @ b)[:, None]], axis=1)
     else:
-        Qt, R = xp.linalg.qr(A, mode="reduced")
-        Rd = xp.concatenate([R, (Qt.T @ b)[:, None]], axis=1)
-        del Qt
+        # without Q, the triangle of [A, b] (n + 1 square): R, d's first n entries in its
+        # last column and the residual norm in its corner, as LeastSquaresQR(q='none')
+        Rd = xp.linalg.qr(xp.concatenate([A, b[:, None]], axis=1), mode="r")
     timer = Timer(xp)
 
     if op == "insert_cols":

@@ -169,13 +169,23 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
     the solve has passed them; in place (``overwrite``) the product is a second launch,
     after the whole solve, so that a failure leaves ``R`` untouched. Values and the
     diagonal are checked inside the kernels, so `check_finite` costs no extra pass, and
-    ``R`` is written only if the whole update succeeded. For updates, method C1 is
-    stable; for a downdate ``S`` loses accuracy as ``A - V V^T`` nears singularity, as
-    the hyperbolic reflectors do (the GPU tests hold both to the same tolerances against
-    the NumPy path).
+    ``R`` is written only if the whole update succeeded. For updates the error is that
+    of the reflectors while R's diagonal entries are not small beside the rest of their
+    rows, but where one is (a ratio r to its row's largest entry) ``P`` grows as 1 / r
+    and ``M R`` cancels: measured on an H100, the backward error of ``R1^T R1`` was 2 to
+    3 times the reflectors' at r = 1e-2, 50 to 180 times at 1e-3 and about ``eps / r^2``
+    below (``benchmarks/results/square-route-*.md``); this path does not test for it.
+    For a downdate ``S`` loses accuracy as ``A - V V^T`` nears singularity, as the
+    hyperbolic reflectors do (the GPU tests hold both to the same tolerances against
+    the NumPy path, on triangles with no such rows).
+
+    Without Q, adding rows to a square R (the triangle of ``[A, b]``) and removing its
+    columns are such updates too, and go to the structured method where it is faster
+    and R's pivots are not small beside their rows (``GpuExecutor.square_passes``,
+    ``GpuExecutor._square_triangle``: there its error grows as ``eps / ratio^2``).
 
     **On a GPU, larger k at small n** (and the Q-less adding of rows and removing of
-    columns) the whole update is one launch of ``qrlab/kernels/triangle.cu`` (panels of
+    columns otherwise) the whole update is one launch of ``qrlab/kernels/triangle.cu`` (panels of
     32 columns): one thread block per SM owns tiles of 32 columns of ``[R; W]``; a
     panel's reflectors are built by one to sixteen warps, with the panel's columns in
     registers, and published through device memory in the compact WY form above, and

@@ -107,6 +107,18 @@ def _sm_count():
 
 
 @functools.lru_cache(maxsize=None)
+def _row_abs_kernel():
+    import cupy as cp
+    return cp.ReductionKernel("T x", "T y", "abs(x)", "max(a, b)", "y = a", "0",
+                              "qrlab_row_abs_max")
+
+
+def _row_abs_max(A):
+    """The largest modulus in each row of the real matrix ``A`` (no temporary array)."""
+    return _row_abs_kernel()(A, axis=1)
+
+
+@functools.lru_cache(maxsize=None)
 def _side_stream():
     """A stream for work that runs beside a kernel using few SMs (made once and kept: the
     memory pool keeps freed blocks per stream)."""
@@ -690,14 +702,20 @@ class GpuExecutor(Executor):
         """As the reference executor, except where a plan is a triangle update
         (:meth:`triangle_update`, one launch): adding rows (without Q, then the plan's
         remaining panels: carried columns, a wide matrix) and removing columns; with Q,
-        the identity carried and then two GEMMs of Q (:meth:`_triangle_with_q`)."""
+        the identity carried and then two GEMMs of Q (:meth:`_triangle_with_q`).
+        Without Q, where the triangle left is square (R was, carried columns included),
+        the structured update may take it instead (:meth:`_square_triangle`)."""
         lead = self.triangle_rows(plan, Q, R, (operands or {}).get("carried"))
         if lead is not None:
             n, (b0, b1), rest = lead
             if Q is None:
-                self.triangle_update(R[:n], R[b0:b1], 1, positive=False, check=False)
-                for op in rest:
-                    self.reflect(op, Q, R)
+                # a square R (carried columns included): its new triangle at once
+                square = b0 == R.shape[1]
+                if not (square and self._square_triangle(R[:b0], R[b0:b1], R[:b0],
+                                                         R[b0:b1])):
+                    self.triangle_update(R[:n], R[b0:b1], 1, positive=False, check=False)
+                    for op in rest:
+                        self.reflect(op, Q, R)
             else:
                 self.flush()
                 rows, X = self._triangle_with_q(Q, R, (0, n), (b0, b1), 0)
@@ -716,10 +734,16 @@ class GpuExecutor(Executor):
                 self.run_op(op, Q, R, operands)
             self.flush()
             if Q is None:
-                T, B = R[k + p:k + p + n_tri, k:], R[k:k + p, k:]
-                self.triangle_update(T, B, 1, positive=False, check=False)
-                R[k:k + p + n_tri, k:] = working_copy(R[k:k + p + n_tri, k:],
-                                                      first=(p, n_tri))
+                S, B = R[k + p:, k:], R[k:k + p, k:]
+                # rows past the band square with its columns (carried ones included):
+                # the new triangle of S at once, put on rows k ..
+                end = R.shape[0] - p
+                if not (S.shape[0] == S.shape[1]
+                        and self._square_triangle(S, B, R[k:end, k:], R[end:, k:])):
+                    T = R[k + p:k + p + n_tri, k:]
+                    self.triangle_update(T, B, 1, positive=False, check=False)
+                    R[k:k + p + n_tri, k:] = working_copy(R[k:k + p + n_tri, k:],
+                                                          first=(p, n_tri))
             else:
                 rows, X = self._triangle_with_q(Q, R, (k + p, k + p + n_tri), (k, k + p), k)
                 R[k:k + p + n_tri, k:] = rows
@@ -793,6 +817,57 @@ class GpuExecutor(Executor):
         gemm(Q[:, t0:t1], Ht[:, :nt].T, X)
         gemm(Q[:, b0:b1], Ht[:, nt:].T, X, beta=1.0)
         return W[:, :nc], X
+
+    #: without Q, reduce ``[S; B]`` with a square triangle ``S`` (adding rows to a square
+    #: R, removing columns of one) by the structured update (:meth:`_square_triangle`)
+    #: where :meth:`square_passes` takes it, else by :meth:`triangle_update`
+    square_by_structured = True
+
+    def _square_triangle(self, S, B, dest, zero):
+        """``[S; B] -> [S'; 0]`` without Q, for :meth:`run`: ``S`` (s x s, upper
+        triangular) is square, so ``S'`` is the Cholesky factor of ``S^T S + B^T B``,
+        which :meth:`structured_update_passes` makes with no chain of reflectors (each
+        row of S times the sign of its diagonal entry, so S' has a positive diagonal).
+        ``S'`` goes into ``dest`` (s x s, which may overlap ``S`` and ``B``), zeros into
+        ``zero`` (the p rows that are left).
+        Returns False, with nothing written, where the structured update does not take
+        the case (:meth:`square_passes`; a CUDA graph being recorded, which cannot
+        wait for its report) or does not succeed (a zero on S's diagonal, a value not
+        finite): the caller then runs the chain of reflectors.
+
+        Adding rows to the triangle of ``[A, b]`` (:class:`~qrlab.LeastSquaresQR` with
+        ``q='none'``) and removing its columns are such updates: the right-hand side's
+        column is one of the triangle's, and the corner entry carries the residual norm.
+        Its error is that of the reflectors unless a diagonal entry of S is small beside
+        the rest of its row (then about ``eps / ratio^2``; see
+        ``benchmarks/results/square-route-*.md``), so such an S (:attr:`square_pivot_min`)
+        goes to the chain too."""
+        import cupy as cp
+        s, p = S.shape[0], B.shape[0]
+        if (not p or cp.cuda.get_current_stream().is_capturing()
+                or not self.square_passes(S.dtype, s, p)):
+            return False
+        # A diagonal entry small beside the rest of its row (a column nearly in the span
+        # of those before it) makes P = S^{-T} B^T large and M S a sum that cancels; the
+        # chain of reflectors, backward stable whatever S, takes such a triangle.  The
+        # test is queued before the update and read after it on a side stream, so that
+        # the host waits for neither.
+        small = (cp.abs(cp.diagonal(S)) < self.square_pivot_min * _row_abs_max(S)).any()
+        tested = cp.cuda.Event()
+        tested.record()
+        npass = -(-p // self.structured_k_max)
+        out = cp.empty((s, s), dtype=S.dtype)
+        spare = cp.empty_like(out) if npass > 1 else None
+        reports = self.structured_update_passes(S, B, 1, out, spare)
+        side = _side_stream()
+        side.wait_event(tested)
+        if (bool(small.get(stream=side))
+                or any(fail >= 0 or zero >= 0 or nonfinite
+                       for fail, zero, nonfinite in reports)):
+            return False
+        dest[...] = out
+        zero.fill(0)
+        return True
 
     def working_copies(self, Q, R, first=(0, 0)):
         """As the reference executor's, but with :attr:`copies_behind` only Q's first
@@ -1044,13 +1119,52 @@ class GpuExecutor(Executor):
         float32 and ``max(8, n // 200)`` in float64 (:attr:`structured_rows_per_pass`,
         :attr:`structured_min_passes`).  (Before the passes overlapped the float32
         crossings were about 5 passes up to n = 3000 and 7 at 5000.)"""
+        passes, size = self._passes(dtype, k)
+        most = max(self.structured_min_passes[size], n // self.structured_rows_per_pass[size])
+        return passes if passes <= most else 0
+
+    def _passes(self, dtype, k):
+        """``(passes, itemsize)``: the passes of at most :attr:`structured_k_max` columns
+        that a rank-``k`` structured update takes, 0 where its kernels do not take
+        ``dtype``."""
         dtype = np.dtype(dtype)
         if not (self.one_launch and dtype.kind == "f" and dtype.itemsize in (4, 8)
                 and k >= 1 and self.structured_k_max >= 1):
+            return 0, dtype.itemsize
+        return -(-k // self.structured_k_max), dtype.itemsize
+
+    #: by itemsize: without Q, a square triangle of n rows goes to the structured update
+    #: (:meth:`square_passes`) from ``square_min_n`` rows, in at most ``square_few_passes``
+    #: passes, and from ``square_wide_n`` rows in up to ``n // square_rows_per_pass``
+    square_min_n = {4: 4000, 8: 2000}
+    square_few_passes = {4: 4, 8: 4}
+    square_wide_n = {4: 4000, 8: 4000}
+    square_rows_per_pass = {4: 400, 8: 200}
+    #: the smallest ratio of a diagonal entry of S to the largest entry of its row that
+    #: :meth:`_square_triangle` keeps (else the chain of reflectors)
+    square_pivot_min = 1e-2
+
+    def square_passes(self, dtype, n, k):
+        """As :meth:`structured_passes`, for :meth:`_square_triangle`: the passes that
+        reduce ``[S; B]`` (S square, n x n; B k x n) without Q, or 0 where the chain of
+        reflectors (:meth:`triangle_update`) goes instead.
+
+        The chain there needs no report and no copy of the result, so it goes further
+        than :meth:`structured_passes` has it.  On an H100 (the papers' cases of adding
+        rows and removing columns, ``python -m qrlab.bench``'s ``t_update`` by one route
+        and the other in one process, three runs on three machines; structured / chain), in
+        float64: 0.47 to 0.76 for k = 101 at n = 2401 and 2901 (2 passes), 0.49 to 0.82
+        for 201 at 3001 to 7001 (4), 0.73 to 0.87 for 1501 at 5001 and 7001 (24), but
+        0.95 to 1.16 for 501 at 2001 to 3001 (8) and 1.09 for 201 at 1001; in float32
+        0.73 to 0.95 for 201 at 5001 and 7001, but 0.61 to 1.04 for 101 at 2401 and 2901,
+        1.02 to 1.16 for 201 at 3001 and 1.71 at 1001 (and, the launches alone, 1.13 for
+        64 at 300).  Hence these limits (:attr:`square_min_n` and after it)."""
+        passes, size = self._passes(dtype, k)
+        if not self.square_by_structured or n < self.square_min_n[size]:
             return 0
-        passes = -(-k // self.structured_k_max)
-        most = max(self.structured_min_passes[dtype.itemsize],
-                   n // self.structured_rows_per_pass[dtype.itemsize])
+        most = self.square_few_passes[size]
+        if n >= self.square_wide_n[size]:
+            most = max(most, n // self.square_rows_per_pass[size])
         return passes if passes <= most else 0
 
     def structured_update_passes(self, R, W, sgn, out, spare, check_finite=True):

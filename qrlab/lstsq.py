@@ -38,7 +38,10 @@ class LeastSquaresQR:
     Nothing is ever recomputed from scratch: each method is one block update of the
     factors.  With ``q='none'`` the kept factor is ``R`` of ``[A, b]``: its last
     column above the diagonal is ``d``, its corner entry the residual norm, and adding
-    rows is a Q-less row insertion.  Removing rows is then the downdate
+    rows is a Q-less row insertion (on a GPU, for large enough factors, a rank-p
+    Cholesky update of that triangle: :func:`qrlab.cholesky_update`'s structured method,
+    taken only where no diagonal entry is below 1e-2 of its row's largest, else the
+    chain of reflectors).  Removing rows is then the downdate
     ``R~^H R~ = R^H R - [U e]^H [U e]``, which loses accuracy as ``cond(A)^2`` where
     the Q-carrying update loses ``cond(A)`` (see :func:`qrlab.cholesky_downdate`).
 

@@ -661,10 +661,12 @@ def gpu_triangle_test(test):
 
 
 def gpu_triangle(monkeypatch, one_launch, chunk):
-    """A GPU executor whose triangle updates take the launches of TRIANGLE_PATHS."""
+    """A GPU executor whose triangle updates take the launches of TRIANGLE_PATHS (also
+    where the triangle is square, which the structured update would otherwise take)."""
     from qrlab.gpu import GpuExecutor
     monkeypatch.setattr(GpuExecutor, "one_launch", one_launch)
     monkeypatch.setattr(GpuExecutor, "triangle_chunk", chunk)
+    monkeypatch.setattr(GpuExecutor, "square_by_structured", False)
     return GpuExecutor()
 
 
@@ -890,6 +892,77 @@ def test_cupy_cols_without_q(nrows, n, k, p, nc, dtype, one_launch, chunk, monke
     np.testing.assert_allclose(Rg.astype(np.float64).T @ Rg, W64.T @ W64, rtol=0,
                                atol=50 * n * eps * np.abs(W64.T @ W64).max())
     assert np.array_equal(np.triu(Rg[:, :n_new]), Rg[:, :n_new])   # exact zeros
+
+
+def square_triangle(rng, s, dtype, diagonal=None):
+    """An s x s upper triangular R, well conditioned (that of a tall Gaussian matrix,
+    diagonal of mixed signs), with the diagonal ``diagonal`` where given."""
+    R = np.linalg.qr(rng.standard_normal((2 * s, s)), mode="r")
+    if diagonal is not None:
+        np.fill_diagonal(R, diagonal)
+    return R.astype(dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("op, s, p, k", [("rows", 40, 1, 0), ("rows", 300, 64, 0),
+                                         ("rows", 700, 200, 0), ("rows", 1000, 7, 0),
+                                         ("cols", 300, 100, 0), ("cols", 500, 70, 50),
+                                         ("cols", 200, 1, 198), ("cols", 900, 150, 300)])
+@pytest.mark.parametrize("diagonal", ["random", "zero", "tiny", "tiny inside"])
+def test_cupy_square_triangle_by_structured(op, s, p, k, diagonal, dtype, monkeypatch):
+    """Without Q, adding p rows to a square R (the triangle of [A, b], say) or removing p
+    of its columns leaves [S; B] with S square: the structured update makes the new
+    triangle (in passes for p > 64), not the chain of reflectors, unless a diagonal entry
+    of S is zero or tiny beside the rest of its row (1e-6 of the others' size: an
+    ill-conditioned R), which the chain takes instead; a tiny last entry (the corner of
+    [A, b] for a nearly exact fit) is the structured update's.  Against the NumPy path
+    (rows may differ in sign) and the Gram matrix, R exactly triangular, the rows left
+    over exactly zero."""
+    import cupy as cp
+
+    from qrlab.gpu import GpuExecutor
+    rng = np.random.default_rng(s + p + k)
+    d = None
+    inside = max(k + p, s // 2)         # (a row of S: the last one only for k + p = s - 1)
+    if diagonal != "random":
+        d = np.sqrt(2 * s) * rng.choice([-1.0, 1.0], s)
+        d[inside if diagonal == "tiny inside" else s - 1] = (
+            0.0 if diagonal == "zero" else 1e-6 * np.sqrt(2 * s))
+    R = square_triangle(rng, s, dtype, d)
+    chains = []
+    chain = GpuExecutor.triangle_update
+    monkeypatch.setattr(GpuExecutor, "triangle_update",
+                        lambda self, *a, **kw: chains.append(1) or chain(self, *a, **kw))
+    # every size to the structured update (the executor sends small ones to the chain)
+    monkeypatch.setattr(GpuExecutor, "square_min_n", {4: 0, 8: 0})
+    monkeypatch.setattr(GpuExecutor, "square_wide_n", {4: 0, 8: 0})
+    monkeypatch.setattr(GpuExecutor, "square_rows_per_pass", {4: 1, 8: 1})
+    ex = GpuExecutor()
+    if op == "rows":
+        U = rng.standard_normal((p, s)).astype(dtype)
+        Rg = updates._insert_rows(None, cp.asarray(R), cp.asarray(U), 0, "none", ex)[1].get()
+        Rn = updates._insert_rows(None, R, U, 0, "none", Executor())[1]
+        W = np.vstack([R, U])
+    else:
+        Rg = updates._delete_cols(None, cp.asarray(R), k, p, "none", ex)[1].get()
+        Rn = updates._delete_cols(None, R, k, p, "none", Executor())[1]
+        W = np.delete(R, range(k, k + p), axis=1)
+    tiny_last = diagonal == "tiny" or diagonal == "tiny inside" and inside == s - 1
+    structured = (diagonal == "random" or tiny_last) and (op == "rows" or k + p < s)
+    assert bool(chains) != structured
+    assert Rg.shape == Rn.shape and np.array_equal(np.triu(Rg), Rg)
+    h = W.shape[1]
+    assert not Rg[h:].any()                     # the rows left over: exactly zero
+    eps = np.finfo(dtype).eps
+    W64 = W.astype(np.float64)
+    G = W64.T @ W64
+    np.testing.assert_allclose(Rg[:h].astype(np.float64).T @ Rg[:h], G, rtol=0,
+                               atol=50 * s * eps * np.abs(G).max())
+    if diagonal != "zero":          # (a singular R's triangle is not unique)
+        np.testing.assert_allclose(abs(Rg), abs(Rn), rtol=0,
+                                   atol=50 * s * eps * np.abs(Rn).max())
 
 
 @pytest.mark.gpu
