@@ -832,7 +832,14 @@ print(f"A - v v^T: leading 5 x 5 block positive definite: {definite[0]}; "
 # (notebook 07).  `q='none'` keeps only $R$ of $[A,\ b]$ ($O(n^2)$ memory): it adds rows
 # with a Q-less orthogonal update, but removes them with the Cholesky **downdate** above.
 # The orthogonal updates are backward stable: the solution's error is about
-# $\kappa(A)\,\varepsilon$ (for a small residual), as for a fresh QR solve.  A downdate
+# $\kappa(A)\,\varepsilon$ (for a small residual), as for a fresh QR solve.
+# (Adding rows to that square triangle is itself a rank-$p$ Cholesky update: on a GPU,
+# for triangles of a few thousand rows and more, it goes to the structured method above,
+# 0.5 to 0.8 of the chain's time in float64 in the papers' cases.  But where a diagonal
+# entry of $R$ is small beside the rest of its row, a ratio $r$, the structured method's
+# $P$ grows as $1/r$ and $MR$ cancels, its backward error about $\varepsilon / r^2$; so a
+# triangle with $r < 10^{-2}$ anywhere stays with the chain of reflectors,
+# `benchmarks/results/square-route-*.md`.)  A downdate
 # works on $R^TR = A^TA$, like the normal equations, and can lose
 # $\kappa(A)^2\,\varepsilon$.
 #
