@@ -174,15 +174,18 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
     rows, but where one is (a ratio r to its row's largest entry) ``P`` grows as 1 / r
     and ``M R`` cancels: measured on an H100, the backward error of ``R1^T R1`` was 2 to
     3 times the reflectors' at r = 1e-2, 50 to 180 times at 1e-3 and about ``eps / r^2``
-    below (``benchmarks/results/square-route-*.md``); this path does not test for it.
-    For a downdate ``S`` loses accuracy as ``A - V V^T`` nears singularity, as the
-    hyperbolic reflectors do (the GPU tests hold both to the same tolerances against
-    the NumPy path, on triangles with no such rows).
+    below (``benchmarks/results/square-route-*.md``). So the kernels test the pivots
+    on the way: an ``R`` with a diagonal entry below ``GpuExecutor.pivot_min`` (1e-2)
+    times the largest entry of its row is updated by the chain of reflectors below
+    instead, the structured result discarded (each block of the solve reads its rows
+    once its own work is done, off the chain). For a downdate ``S`` loses accuracy as
+    ``A - V V^T`` nears singularity, as the hyperbolic reflectors do (the GPU tests hold
+    both to the same tolerances against the NumPy path).
 
     Without Q, adding rows to a square R (the triangle of ``[A, b]``) and removing its
     columns are such updates too, and go to the structured method where it is faster
-    and R's pivots are not small beside their rows (``GpuExecutor.square_passes``,
-    ``GpuExecutor._square_triangle``: there its error grows as ``eps / ratio^2``).
+    (``GpuExecutor.square_passes``, ``GpuExecutor._square_triangle``), with the same
+    pivot test.
 
     **On a GPU, larger k at small n** (and the Q-less adding of rows and removing of
     columns otherwise) the whole update is one launch of ``qrlab/kernels/triangle.cu`` (panels of
@@ -500,26 +503,27 @@ def _structured(executor, R, V, s, overwrite, check_finite):
     In a downdate every intermediate matrix is the final one plus a positive
     semidefinite term, so a pass breaks down only if the whole downdate does; but it may
     break down at a later column than the first failing one of ``A - V V^T``, so a
-    breakdown in several passes is redone by the chain of reflectors, which names it."""
+    breakdown in several passes is redone by the chain of reflectors, which names it.
+    So is an R that fails the pivot test (a diagonal entry small beside the rest of its
+    row, where the structured update loses accuracy as ``eps / ratio^2``)."""
     xp = array_module(R)
     npass = -(-V.shape[1] // executor.structured_k_max)
     source = R if R.strides[1] == R.itemsize else xp.ascontiguousarray(R)
     in_place = overwrite and source is R and npass == 1
     out = R if in_place else xp.empty(R.shape, R.dtype)
-    # the passes write out and spare in turn; a pass after one that failed has run on its
-    # result (into new arrays, so R is as it was), and the reports are read in order
-    spare = xp.empty_like(out) if npass > 1 else None
-    for j, zero, nonfinite in executor.structured_update_passes(source, V.T, s, out, spare,
-                                                                check_finite):
+    # a pass after one that failed has run on its result (into new arrays, so R is as it
+    # was), and the reports are read in order
+    for j, zero, nonfinite, small in executor.structured_update_passes(
+            source, V.T, s, out, check_finite=check_finite):
         if nonfinite and check_finite:
             raise _non_finite("R" if nonfinite & 1 else "V")
         if zero >= 0:
             raise _zero_diagonal(zero)
-        if j >= 0:
-            if npass == 1:
-                raise _breakdown(j, s)
+        if small or (j >= 0 and npass > 1):
             _scan(xp, R, V, check_finite)
             return _fused(executor, R, V, s, overwrite)
+        if j >= 0:
+            raise _breakdown(j, s)
     if overwrite and not in_place:
         R[...] = out
         return R

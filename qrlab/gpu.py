@@ -107,18 +107,6 @@ def _sm_count():
 
 
 @functools.lru_cache(maxsize=None)
-def _row_abs_kernel():
-    import cupy as cp
-    return cp.ReductionKernel("T x", "T y", "abs(x)", "max(a, b)", "y = a", "0",
-                              "qrlab_row_abs_max")
-
-
-def _row_abs_max(A):
-    """The largest modulus in each row of the real matrix ``A`` (no temporary array)."""
-    return _row_abs_kernel()(A, axis=1)
-
-
-@functools.lru_cache(maxsize=None)
 def _side_stream():
     """A stream for work that runs beside a kernel using few SMs (made once and kept: the
     memory pool keeps freed blocks per stream)."""
@@ -429,9 +417,9 @@ def _structured_workspaces(plans, dt):
 
 def _structured_outcome(report, n):
     """Wait for the report of a structured launch (written by the last block of its
-    solve), and return ``(fail, zero, nonfinite)``: the first column whose pivot failed
-    and the first zero on the diagonal (-1 if none), and the bits of the values that are
-    not finite."""
+    solve), and return ``(fail, zero, nonfinite, small)``: the first column whose pivot
+    failed and the first zero on the diagonal (-1 if none), the bits of the values that
+    are not finite (1: R, 2: W), and whether the pivot test failed."""
     import cupy as cp
     current = cp.cuda.get_current_stream()
     if current.is_capturing():         # (recording a graph: this read of the device
@@ -442,8 +430,8 @@ def _structured_outcome(report, n):
         # (a launch that ended without its report failed: the stream says how)
         if looks % 1024 == 0 and current.done and not report[3]:
             raise RuntimeError("structured_update: the solve ended without its report")
-    fail, nonfinite, zero = (int(v) for v in report[:3])
-    return (n - fail if fail else -1), (n - zero if zero else -1), nonfinite
+    fail, bits, zero = (int(v) for v in report[:3])
+    return (n - fail if fail else -1), (n - zero if zero else -1), bits & 3, bool(bits & 4)
 
 
 @functools.lru_cache(maxsize=None)
@@ -840,30 +828,19 @@ class GpuExecutor(Executor):
         column is one of the triangle's, and the corner entry carries the residual norm.
         Its error is that of the reflectors unless a diagonal entry of S is small beside
         the rest of its row (then about ``eps / ratio^2``; see
-        ``benchmarks/results/square-route-*.md``), so such an S (:attr:`square_pivot_min`)
-        goes to the chain too."""
+        ``benchmarks/results/square-route-*.md``), so such an S (the pivot test of
+        :meth:`structured_update`, :attr:`pivot_min`) goes to the chain too."""
         import cupy as cp
         s, p = S.shape[0], B.shape[0]
         if (not p or cp.cuda.get_current_stream().is_capturing()
                 or not self.square_passes(S.dtype, s, p)):
             return False
-        # A diagonal entry small beside the rest of its row (a column nearly in the span
-        # of those before it) makes P = S^{-T} B^T large and M S a sum that cancels; the
-        # chain of reflectors, backward stable whatever S, takes such a triangle.  The
-        # test is queued before the update and read after it on a side stream, so that
-        # the host waits for neither.
-        small = (cp.abs(cp.diagonal(S)) < self.square_pivot_min * _row_abs_max(S)).any()
-        tested = cp.cuda.Event()
-        tested.record()
-        npass = -(-p // self.structured_k_max)
+        # (a diagonal entry small beside the rest of its row, a column nearly in the span
+        # of those before it, fails the update's pivot test: the chain of reflectors,
+        # backward stable whatever S, takes such a triangle)
         out = cp.empty((s, s), dtype=S.dtype)
-        spare = cp.empty_like(out) if npass > 1 else None
-        reports = self.structured_update_passes(S, B, 1, out, spare)
-        side = _side_stream()
-        side.wait_event(tested)
-        if (bool(small.get(stream=side))
-                or any(fail >= 0 or zero >= 0 or nonfinite
-                       for fail, zero, nonfinite in reports)):
+        if any(fail >= 0 or zero >= 0 or nonfinite or small
+               for fail, zero, nonfinite, small in self.structured_update_passes(S, B, 1, out)):
             return False
         dest[...] = out
         zero.fill(0)
@@ -1088,6 +1065,11 @@ class GpuExecutor(Executor):
     #: launch whose blocks start as the blocks of the pass before finish, and wait for that
     #: pass's tiles of 64 columns (else each pass starts when the one before has ended)
     structured_overlap = True
+    #: the pivot test of :meth:`structured_update`: the smallest ratio of a diagonal entry
+    #: of R to the largest entry of its row that it takes (a smaller one goes to the chain
+    #: of reflectors; 0: no test).  At 1e-2 the structured update's backward error was 2
+    #: to 3 times the chain's, at 1e-3 50 to 180 times (H100, square-route-*.md)
+    pivot_min = 1e-2
 
     #: by itemsize: n divided by this is the most passes that :meth:`structured_passes`
     #: takes (but :attr:`structured_min_passes` at least)
@@ -1140,9 +1122,6 @@ class GpuExecutor(Executor):
     square_few_passes = {4: 4, 8: 4}
     square_wide_n = {4: 4000, 8: 4000}
     square_rows_per_pass = {4: 400, 8: 200}
-    #: the smallest ratio of a diagonal entry of S to the largest entry of its row that
-    #: :meth:`_square_triangle` keeps (else the chain of reflectors)
-    square_pivot_min = 1e-2
 
     def square_passes(self, dtype, n, k):
         """As :meth:`structured_passes`, for :meth:`_square_triangle`: the passes that
@@ -1167,15 +1146,18 @@ class GpuExecutor(Executor):
             most = max(most, n // self.square_rows_per_pass[size])
         return passes if passes <= most else 0
 
-    def structured_update_passes(self, R, W, sgn, out, spare, check_finite=True):
+    def structured_update_passes(self, R, W, sgn, out, spare=None, check_finite=True,
+                                 pivot_min=None):
         """:meth:`structured_update` for ``W`` of any k: passes of 64 rows of ``W`` (the
         last one shorter), each updating the result of the one before, launched back to
         back with no wait between them (:attr:`structured_queued`); the reports are read
-        once all are queued.  The passes write ``out`` and ``spare`` (new n x n arrays
-        with contiguous rows; with one pass ``out`` may be ``R``, and ``spare`` None) in
-        turn, the last one ``out``.  Returns each pass's ``(fail, zero, nonfinite)`` as
-        :meth:`structured_update` does; a pass after one that reports has run on that
-        one's result, and what it says means nothing.
+        once all are queued.  The passes write ``out`` (a new n x n array with contiguous
+        rows, or with one pass ``R`` itself) and ``spare`` (another, made here where it
+        is needed and not given) in turn, the last one ``out``.  Returns each pass's
+        ``(fail, zero, nonfinite, small)`` as :meth:`structured_update` does; a pass
+        after one that reports has run on that one's result, and what it says means
+        nothing.  The pivot test is the first pass's, on ``R`` (a later pass's R is the
+        output of the one before, which it reads tile by tile as it is written).
 
         Waiting for each pass's report before launching the next (the host's loop over
         :meth:`structured_update`) left the GPU idle between passes: on an H100 (A/B in
@@ -1210,9 +1192,13 @@ class GpuExecutor(Executor):
         float32 0.977, 0.984 and 0.975 of the time at n = 2000, 5000 and 10000, float64
         0.980 and 0.959 at 5000 and 10000 (k = 128 at 5000 in float32: 0.996), with the
         same errors against the float64 update (nothing above the diagonal changed)."""
+        import cupy as cp
         n, k = R.shape[0], W.shape[0]
         width = self.structured_k_max
         npass = -(-k // width)
+        pivot_min = self.pivot_min if pivot_min is None else pivot_min
+        if npass > 1 and spare is None:
+            spare = cp.empty_like(out)
         steps, source = [], R
         for p in range(npass):
             dst = out if (npass - 1 - p) % 2 == 0 else spare
@@ -1232,12 +1218,13 @@ class GpuExecutor(Executor):
             # nothing of that triangle
             reports.append(self._structured_launch(source, Wp, sgn, dst, check_finite,
                                                    plans[p], works[p], before,
-                                                   zeros=p == npass - 1))
+                                                   zeros=p == npass - 1,
+                                                   pivot_min=0.0 if p else pivot_min))
             if not self.structured_queued:
                 _structured_outcome(reports[-1], n)          # (waits for this pass)
         return [_structured_outcome(report, n) for report in reports]
 
-    def structured_update(self, R, W, sgn, out, check_finite=True):
+    def structured_update(self, R, W, sgn, out, check_finite=True, pivot_min=None):
         """The factor of ``R^T R + sgn W^T W`` into ``out`` (``R`` itself, or a new n x n
         array with contiguous rows), by the structured factor ``M`` of ``I + sgn P P^T``,
         ``P = R^{-T} W^T``, with no chain of reflectors (``kernels/structured.cu``).
@@ -1253,14 +1240,24 @@ class GpuExecutor(Executor):
         (k <= 64, any strides).  Both are checked on the way (non-finite values, a zero on
         the diagonal) at no extra pass.
 
-        Returns ``(fail, zero, nonfinite)``: the first column whose pivot failed, the
-        first zero on the diagonal (each -1 if none) and whether a value of ``triu(R)``
-        (bit 1) or ``W`` (bit 2) is not finite.  When any is set (the last only with
-        ``check_finite``) ``R`` is not written; a new ``out`` may hold partial values.
+        The pivot test (``pivot_min``, default :attr:`pivot_min`; 0 for none): whether a
+        diagonal entry of R is smaller than ``pivot_min`` times the largest entry of its
+        row.  There ``P`` grows as the inverse of that ratio and ``M R`` cancels, so that
+        the error grows as ``eps / ratio^2`` (``benchmarks/results/square-route-*.md``),
+        where the chain of reflectors (:meth:`triangle_update`) stays backward stable.
+        Each block of the solve reads its 64 rows of R along the rows once its own work
+        is done, off the chain.
+
+        Returns ``(fail, zero, nonfinite, small)``: the first column whose pivot failed,
+        the first zero on the diagonal (each -1 if none), whether a value of ``triu(R)``
+        (bit 1) or ``W`` (bit 2) is not finite, and whether the pivot test failed.  When
+        any is set (``nonfinite`` only with ``check_finite``) ``R`` is not written; a new
+        ``out`` may hold partial values.
         It returns once the solve has reported them: the apply may still be running, and
         work queued next on the stream follows it."""
-        return _structured_outcome(self._structured_launch(R, W, sgn, out, check_finite),
-                                   R.shape[0])
+        pivot_min = self.pivot_min if pivot_min is None else pivot_min
+        return _structured_outcome(self._structured_launch(R, W, sgn, out, check_finite,
+                                                           pivot_min=pivot_min), R.shape[0])
 
     def _structured_plan_for(self, R, W, out):
         """The plan of :meth:`structured_update`'s launch (``_structured_plan``)."""
@@ -1275,7 +1272,7 @@ class GpuExecutor(Executor):
         return keep_alive(_structured_plan(n, k, item, cp.cuda.Device().id, follow))
 
     def _structured_launch(self, R, W, sgn, out, check_finite, plan=None, workspace=None,
-                           before=None, zeros=True):
+                           before=None, zeros=True, pivot_min=0.0):
         """:meth:`structured_update`'s launch, with no wait: returns its report (pinned host
         memory that the solve's last block writes; see ``_structured_outcome``).  ``plan``
         (:meth:`_structured_plan_for`) and ``workspace`` (``_structured_workspace``) are
@@ -1283,7 +1280,9 @@ class GpuExecutor(Executor):
         whose launch this one follows on the stream as a programmatic dependent launch
         (``_launch_dependent``; into a new array only).  ``zeros=False`` leaves the strict
         lower triangle of a new ``out`` unwritten in the one launch (for a pass whose
-        result only the next pass reads)."""
+        result only the next pass reads).  ``pivot_min > 0`` adds the pivot test of
+        :meth:`structured_update` (R must then be whole when the launch starts: not with
+        ``before``)."""
         n, k = R.shape[0], W.shape[0]
         dt = R.dtype
         item = dt.itemsize
@@ -1309,7 +1308,7 @@ class GpuExecutor(Executor):
         n_, k_, sb, sgn = np.int32(n), np.int32(k), np.int32(plan.sb), dt.type(sgn)
         if follow:
             args = (R, ldr, out, ldo, W, wq, wc, n_, k_, sgn, P, F, Zs, G, sb, plan.table, sync,
-                    to_host, np.uint64(before or 0), np.int32(bool(zeros)))
+                    to_host, np.uint64(before or 0), np.int32(bool(zeros)), dt.type(pivot_min))
             if before:
                 _launch_dependent(plan.kernels[0], plan.grids[0], (256,), args, plan.smem[0])
             else:
@@ -1317,7 +1316,7 @@ class GpuExecutor(Executor):
         else:
             solve, apply = plan.kernels
             solve(plan.grids[0], (256,), (R, ldr, W, wq, wc, n_, k_, sgn, P, F, Zs, G, sb, sync,
-                                          to_host),
+                                          to_host, dt.type(pivot_min)),
                   shared_mem=plan.smem[0])
             apply(plan.grids[1], (256,), (R, ldr, out, ldo, W, wq, wc, n_, k_, P, F, Zs,
                                           plan.table, np.int32(bool(check_finite)), sync),

@@ -557,10 +557,56 @@ class TestCuPy:
         monkeypatch.setattr(GpuExecutor, "structured_follow", follow)
         R, V, A64, target = make_problem(n, k, dtype, False, seed=n)
         out = cp.full((n, n), cp.nan, dtype=dtype)
-        fail, zero, nonfinite = GpuExecutor().structured_update(
+        report = GpuExecutor().structured_update(
             cp.ascontiguousarray(cp.asarray(R)), cp.asarray(V).T, 1, out)
-        assert (fail, zero, nonfinite) == (-1, -1, 0)
+        assert report == (-1, -1, 0, False)
         check_factor(cp.asnumpy(out), A64, V, target, dtype)
+
+    @pytest.mark.parametrize("overwrite", [False, True])
+    @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+    @pytest.mark.parametrize("n, k, at", [(700, 1, 0), (700, 16, 350), (2100, 64, 2098),
+                                          (2100, 1, 1000), (700, 150, 640)])
+    def test_structured_small_pivot_goes_to_the_chain(self, n, k, at, dtype, overwrite,
+                                                      monkeypatch):
+        """A diagonal entry of R far below the rest of its row (its column nearly in the
+        span of those before it) makes the structured update cancel (error about
+        eps / ratio^2), so its kernels test the pivots and report such an R, and
+        cholesky_update then takes the chain of reflectors: the kernels report R only
+        with the small entry, the result has the NumPy path's accuracy, and in place R
+        is written once, by the chain."""
+        import cupy as cp
+
+        from qrlab.gpu import GpuExecutor
+        R, V, _, _ = make_problem(n, k, dtype, False, seed=at)
+        R = np.ascontiguousarray(R)
+        ratio = 1e-6 if dtype == np.float64 else 1e-3
+        off = np.abs(R[at, at + 1:]).max()      # the largest entry of the row past R[at, at]
+        ex = GpuExecutor()
+        W = cp.asarray(V[:, :64]).T
+        for scale, small in ((0.1, False), (ratio, True)):
+            R[at, at] = scale * off * np.sign(R[at, at])
+            # one launch, and the solve's launch before the apply's
+            for follow in (True, False):
+                monkeypatch.setattr(GpuExecutor, "structured_follow", follow)
+                out = cp.empty((n, n), dtype)
+                assert ex.structured_update(cp.asarray(R), W, 1, out) == (-1, -1, 0, small)
+                # (the test alone says it: with none the kernels take R)
+                assert ex.structured_update(cp.asarray(R), W, 1, out,
+                                            pivot_min=0) == (-1, -1, 0, False)
+        monkeypatch.setattr(GpuExecutor, "structured_follow", True)
+        chains = []
+        chain = GpuExecutor.triangle_update
+        monkeypatch.setattr(GpuExecutor, "triangle_update",
+                            lambda self, *a, **kw: chains.append(1) or chain(self, *a, **kw))
+        assert ex.structured_passes(dtype, n, k)
+        R_d = cp.asarray(R)
+        R1_d = cholesky_update(R_d, cp.asarray(V), overwrite=overwrite)
+        assert chains and (R1_d is R_d) == overwrite
+        R64, V64 = R.astype(np.float64), V.astype(np.float64)
+        check_factor(cp.asnumpy(R1_d), R64.T @ R64, V, R64.T @ R64 + V64 @ V64.T, dtype)
+        ref = cholesky_update(R, V)
+        np.testing.assert_allclose(cp.asnumpy(R1_d), ref, rtol=0,
+                                   atol=50 * n * np.finfo(dtype).eps * np.abs(ref).max())
 
     @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
     @pytest.mark.parametrize("n, k", [(65, 1), (3000, 1), (700, 16), (1100, 64), (4100, 3)])
@@ -634,7 +680,7 @@ class TestCuPy:
         reports = GpuExecutor().structured_update_passes(
             cp.ascontiguousarray(cp.asarray(R)), cp.asarray(V).T, 1, out, spare)
         assert len(reports) == -(-k // 64)
-        assert all(report == (-1, -1, 0) for report in reports)
+        assert all(report == (-1, -1, 0, False) for report in reports)
         assert bool(cp.isnan(spare).any())       # (an earlier pass left its triangle)
         check_factor(cp.asnumpy(out), A64, V, target, dtype)
 

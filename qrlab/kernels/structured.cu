@@ -176,11 +176,12 @@
 // sync: ints, zero: [ticket, fail, non-finite, zero diagonal, then per block a flag for P,
 // one for G, the last segment whose z it wrote, F written, and the apply's jobs done in
 // its tile of columns (each of these five parts padded to a multiple of 4 ints), then the
-// count of the solve's blocks that are done and three ints unused], then for k <= 16 P's words
-// (st_ll_put; per block, k = 1: 64 values beside tags, else 64 x 16 values in the order
-// of st_chain_wide's fragments, st_frag_slot); a breakdown in column j
+// count of the solve's blocks that are done and three ints unused], then for k <= 16 P's
+// words (st_ll_put; per block, k = 1: 64 values beside tags, else 64 x 16 values in the
+// order of st_chain_wide's fragments, st_frag_slot); a breakdown in column j
 // leaves n - j in sync[1] (the largest kept, so the first column), a zero R[j][j] n - j
-// in sync[3], a value of R or W that is not finite bit 1 or 2 in sync[2].
+// in sync[3], a value of R or W that is not finite bit 1 or 2 in sync[2], a failed pivot
+// test (st_pivot_scan) bit 4.
 
 #define ST_NT 256    // threads per block
 #define ST_B 64      // rows and columns of a block of the solve
@@ -1849,10 +1850,11 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
     // below the diagonal block, zeros.  follow: the solve is still running (the same
     // launch), so wait for the segment's z and each block's F and P (flags); out is then
     // not R, and is written whatever the solve finds.  Otherwise the solve is over, and
-    // nothing is written if it failed.
+    // nothing is written if it failed (or its pivot test did).
     extern __shared__ __align__(16) unsigned char st_raw[];
     const volatile int* vs = sync;
-    if (!follow && (vs[1] != 0 || vs[3] != 0 || (check && vs[2] != 0))) return;
+    if (!follow && (vs[1] != 0 || vs[3] != 0 || (vs[2] & 4) || (check && vs[2] != 0)))
+        return;
     const int kp = (k + 3) & ~3, tid = threadIdx.x;
     const int nb = (n + ST_B - 1) / ST_B;
     const int* const zflags = st_sync_part(sync, nb, ST_Z_FLAGS);
@@ -1922,6 +1924,36 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
     }
 }
 
+template <typename T>
+__device__ void st_pivot_scan(const T* R, long ldr, int n, int C, T pmin, int* sync)
+{
+    // The pivot test (pmin > 0): is any |R[i][i]| of this block's rows smaller than pmin
+    // times some |R[i][j]|, j > i?  There P = R^{-T} V grows as 1 / ratio and M R
+    // cancels (error about eps / ratio^2), so the host redoes such an update by the
+    // chain of reflectors; bit 4 of sync[2] says so (and an apply after the solve then
+    // writes nothing).  A warp a row, along the row (the solve reads R by columns, the
+    // apply by tiles: neither sees a whole row), after the block's own work, so that the
+    // chain does not wait for it; R is the launch's input (only a first pass tests).
+    // It is a read of R more: on an H100 the update took 1.00 to 1.21 times as long
+    // (benchmarks/results/pivot-test-*.md).  Testing the tiles of R that the apply reads
+    // instead (one more load a warp per row, for its diagonal entry, and a report by
+    // the apply's last job that the host waited for) took 1.02 to 1.54 times as long.
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, c0 = C * ST_B;
+    bool small = false;
+    for (int i = c0 + warp; i < min(c0 + ST_B, n); i += ST_NT / 32) {
+        const T* row = R + (long)i * ldr;
+        const T limit = fabs(__ldcg(row + i)) / pmin;
+        for (int j0 = i + lane; j0 < n; j0 += 4 * 32) {
+            T x[4];
+#pragma unroll
+            for (int u = 0; u < 4; ++u) x[u] = j0 + 32 * u < n ? __ldcg(row + j0 + 32 * u) : T(0);
+#pragma unroll
+            for (int u = 0; u < 4; ++u) small |= fabs(x[u]) > limit;
+        }
+    }
+    if (__any_sync(0xffffffff, small) && lane == 0) atomicOr(sync + 2, 4);
+}
+
 __device__ void st_report(int* sync, int nb, int* found)
 {
     // Once every block of the solve is done, the last one copies fail, non-finite and
@@ -1956,7 +1988,7 @@ template <typename T, int KW>
 __device__ void st_update(const T* R, long ldr, T* out, long ldo, const T* W, long wq, long wc,
                           int n, int k, T sgn, T* P, T* F, T* Zs, T* Gs, int sb,
                           const int4* table, int* sync, int* found, const int* before,
-                          int zeros)
+                          int zeros, T pmin)
 {
     // the solve and the apply in one launch (out is not R): the first nb blocks solve, the
     // others apply, each as soon as the rows it needs are ready.  zeros: whether the
@@ -1988,6 +2020,7 @@ __device__ void st_update(const T* R, long ldr, T* out, long ldo, const T* W, lo
         // table has none), those it did not write while waiting once it is done
         const int zt = st_solve<T, KW>(t, R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb,
                                            sync, zeros ? out : nullptr, ldo);
+        if (pmin > T(0)) st_pivot_scan(R, ldr, n, t, pmin, sync);
         st_report(sync, nb, found);
         if (zeros) st_zero(out, ldo, t * ST_B, min(ST_B, n - t * ST_B), zt * ST_B, t * ST_B);
     } else {
@@ -2011,19 +2044,20 @@ __device__ void st_update(const T* R, long ldr, T* out, long ldo, const T* W, lo
 #define ST_KERNELS(NAME, T, KW, BOUND)                                                        \
     __global__ void __launch_bounds__(ST_NT, BOUND) structured_solve##NAME(                 \
         const T* R, long ldr, const T* W, long wq, long wc, int n, int k, T sgn, T* P,     \
-        T* F, T* Zs, T* Gs, int sb, int* sync, int* found)                                 \
+        T* F, T* Zs, T* Gs, int sb, int* sync, int* found, T pmin)                         \
     {                                                                                      \
-        st_solve<T, KW>(st_ticket(sync), R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb,   \
-                        sync);                                                             \
+        const int t = st_ticket(sync);                                                     \
+        st_solve<T, KW>(t, R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb, sync);          \
+        if (pmin > T(0)) st_pivot_scan(R, ldr, n, t, pmin, sync);                          \
         st_report(sync, (n + ST_B - 1) / ST_B, found);                                     \
     }                                                                                      \
     __global__ void __launch_bounds__(ST_NT, BOUND) structured_update##NAME(                \
         const T* R, long ldr, T* out, long ldo, const T* W, long wq, long wc, int n, int k, \
         T sgn, T* P, T* F, T* Zs, T* Gs, int sb, const int4* table, int* sync, int* found, \
-        const int* before, int zeros)                                                      \
+        const int* before, int zeros, T pmin)                                              \
     {                                                                                      \
         st_update<T, KW>(R, ldr, out, ldo, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb, table,  \
-                         sync, found, before, zeros);                                      \
+                         sync, found, before, zeros, pmin);                                \
     }
 
 extern "C" {
