@@ -1196,7 +1196,6 @@ class GpuExecutor(Executor):
         n, k = R.shape[0], W.shape[0]
         width = self.structured_k_max
         npass = -(-k // width)
-        pivot_min = self.pivot_min if pivot_min is None else pivot_min
         if npass > 1 and spare is None:
             spare = cp.empty_like(out)
         steps, source = [], R
@@ -1255,7 +1254,6 @@ class GpuExecutor(Executor):
         ``out`` may hold partial values.
         It returns once the solve has reported them: the apply may still be running, and
         work queued next on the stream follows it."""
-        pivot_min = self.pivot_min if pivot_min is None else pivot_min
         return _structured_outcome(self._structured_launch(R, W, sgn, out, check_finite,
                                                            pivot_min=pivot_min), R.shape[0])
 
@@ -1272,7 +1270,7 @@ class GpuExecutor(Executor):
         return keep_alive(_structured_plan(n, k, item, cp.cuda.Device().id, follow))
 
     def _structured_launch(self, R, W, sgn, out, check_finite, plan=None, workspace=None,
-                           before=None, zeros=True, pivot_min=0.0):
+                           before=None, zeros=True, pivot_min=None):
         """:meth:`structured_update`'s launch, with no wait: returns its report (pinned host
         memory that the solve's last block writes; see ``_structured_outcome``).  ``plan``
         (:meth:`_structured_plan_for`) and ``workspace`` (``_structured_workspace``) are
@@ -1280,10 +1278,11 @@ class GpuExecutor(Executor):
         whose launch this one follows on the stream as a programmatic dependent launch
         (``_launch_dependent``; into a new array only).  ``zeros=False`` leaves the strict
         lower triangle of a new ``out`` unwritten in the one launch (for a pass whose
-        result only the next pass reads).  ``pivot_min > 0`` adds the pivot test of
-        :meth:`structured_update` (R must then be whole when the launch starts: not with
-        ``before``)."""
+        result only the next pass reads).  ``pivot_min``: the pivot test of
+        :meth:`structured_update` (None: :attr:`pivot_min`; R must be whole when the
+        launch starts, so a pass with ``before`` gives 0)."""
         n, k = R.shape[0], W.shape[0]
+        pivot_min = self.pivot_min if pivot_min is None else pivot_min
         dt = R.dtype
         item = dt.itemsize
         plan = plan or self._structured_plan_for(R, W, out)
