@@ -1934,21 +1934,27 @@ __device__ void st_pivot_scan(const T* R, long ldr, int n, int C, T pmin, int* s
     // writes nothing).  A warp a row, along the row (the solve reads R by columns, the
     // apply by tiles: neither sees a whole row), after the block's own work, so that the
     // chain does not wait for it; R is the launch's input (only a first pass tests).
-    // It is a read of R more: on an H100 the update took 1.00 to 1.21 times as long
-    // (benchmarks/results/pivot-test-*.md).  Testing the tiles of R that the apply reads
-    // instead (one more load a warp per row, for its diagonal entry, and a report by
-    // the apply's last job that the host waited for) took 1.02 to 1.54 times as long.
+    // It is a read of R more: on an H100 the update took 1.01 to 1.17 times as long
+    // (benchmarks/results/pivot-test-*.md).  Sixteen loads a lane in flight, not four:
+    // the first blocks' scans (64 rows up to n long, one block each) are bound by the
+    // loads' latency, and with four they ended after the chain (k = 1: 1.12 to 1.21).
+    // Slower: testing the tiles of R that the apply reads (one more load a warp per row,
+    // for its diagonal entry, and a report by the apply's last job that the host waited
+    // for), 1.02 to 1.54; testing those the solve's loop reads (each block its columns,
+    // the rows' diagonal entries from L1), 1.55 to 1.63 at k = 1, n = 5000: sixteen more
+    // loads in each step on the chain's path.
+    constexpr int U = 16;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, c0 = C * ST_B;
     bool small = false;
     for (int i = c0 + warp; i < min(c0 + ST_B, n); i += ST_NT / 32) {
         const T* row = R + (long)i * ldr;
         const T limit = fabs(__ldcg(row + i)) / pmin;
-        for (int j0 = i + lane; j0 < n; j0 += 4 * 32) {
-            T x[4];
+        for (int j0 = i + lane; j0 < n; j0 += U * 32) {
+            T x[U];
 #pragma unroll
-            for (int u = 0; u < 4; ++u) x[u] = j0 + 32 * u < n ? __ldcg(row + j0 + 32 * u) : T(0);
+            for (int u = 0; u < U; ++u) x[u] = j0 + 32 * u < n ? __ldcg(row + j0 + 32 * u) : T(0);
 #pragma unroll
-            for (int u = 0; u < 4; ++u) small |= fabs(x[u]) > limit;
+            for (int u = 0; u < U; ++u) small |= fabs(x[u]) > limit;
         }
     }
     if (__any_sync(0xffffffff, small) && lane == 0) atomicOr(sync + 2, 4);
