@@ -609,6 +609,32 @@ class TestCuPy:
                                    atol=50 * n * np.finfo(dtype).eps * np.abs(ref).max())
 
     @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+    @pytest.mark.parametrize("n, k, at", [(1500, 1, 0), (1500, 16, 700), (4100, 64, 64),
+                                          (4100, 1, 4030)])
+    def test_structured_pivot_test_reads_whole_rows(self, n, k, at, dtype, monkeypatch):
+        """The pivot test sees one large entry anywhere along a row: next to the diagonal,
+        hundreds of columns past it, in the row's last partial stretch and at its end (the
+        kernels read each row in stretches of many columns); at 50 times the diagonal
+        entry (within 1 / pivot_min) it passes, at 200 times it does not."""
+        import cupy as cp
+
+        from qrlab.gpu import GpuExecutor
+        R, V, _, _ = make_problem(n, k, dtype, False, seed=at)
+        R = np.ascontiguousarray(R)
+        d = abs(R[at, at])
+        R[at, at + 1:] *= d / np.abs(R[at, at + 1:]).max()    # the row's entries within |d|
+        W = cp.asarray(V).T
+        for col in sorted({at + 1, min(at + 600, n - 1), n - 7, n - 1}):
+            for factor, small in ((50, False), (200, True)):
+                S = R.copy()
+                S[at, col] = factor * d
+                for follow in (True, False):
+                    monkeypatch.setattr(GpuExecutor, "structured_follow", follow)
+                    out = cp.empty((n, n), dtype)
+                    report = GpuExecutor().structured_update(cp.asarray(S), W, 1, out)
+                    assert report[3] == small, (col, factor, follow)
+
+    @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
     @pytest.mark.parametrize("n, k", [(65, 1), (3000, 1), (700, 16), (1100, 64), (4100, 3)])
     def test_structured_one_launch_is_two(self, n, k, dtype, monkeypatch):
         """The apply following the solve in one launch (a new array) gives, bit for bit,
