@@ -179,9 +179,9 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
     times the largest entry of its row is updated by the chain of reflectors below
     instead, the structured result discarded (each block of the solve reads its rows
     once its own work is done, off the chain: 1.01 to 1.17 times the update's time on an
-    H100, most at k = 1, ``benchmarks/results/pivot-test-*.md``). For a downdate ``S`` loses accuracy as
-    ``A - V V^T`` nears singularity, as the hyperbolic reflectors do (the GPU tests hold
-    both to the same tolerances against the NumPy path).
+    H100, most at k = 1, ``benchmarks/results/pivot-test-*.md``). For a downdate ``S``
+    loses accuracy as ``A - V V^T`` nears singularity, as the hyperbolic reflectors do
+    (the GPU tests hold both to the same tolerances against the NumPy path).
 
     Without Q, adding rows to a square R (the triangle of ``[A, b]``) and removing its
     columns are such updates too, and go to the structured method where it is faster
