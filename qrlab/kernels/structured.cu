@@ -1943,6 +1943,18 @@ __device__ void st_pivot_scan(const T* R, long ldr, int n, int C, T pmin, int* s
     // for), 1.02 to 1.54; testing those the solve's loop reads (each block its columns,
     // the rows' diagonal entries from L1), 1.55 to 1.63 at k = 1, n = 5000: sixteen more
     // loads in each step on the chain's path.
+    // Where this costs (globaltimer stamps, float64, n = 5000, k = 1): the scans hold SMs
+    // after the blocks' work, so the apply's last job starts 31 us later.  Two designs
+    // that took the scan off those SMs were slower still (H100, benchmarks/
+    // pivot_test_cost.py, n = 5000 and 10000, k = 1 and 16, beside 1.03 to 1.13 here):
+    // testing the tiles the apply reads with each row's bound in shared memory (one load
+    // a row, ahead with the tile; the report after the apply's last job), 1.27 and 1.22
+    // for k = 1 in double, as the apply ended 44 us later at n = 5000 and the host's 23
+    // us of work after the report no longer ran beside the apply's tail; and, for
+    // k <= 16, warps 1 .. 7 of block C scanning the rows of block nb - 1 - C, 512 values
+    // of a row between their looks at the flags while the block was at least eight steps
+    // from its own (the rest after its work), 1.10 to 1.28: the scans' loads slowed the
+    // chain.
     constexpr int U = 16;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, c0 = C * ST_B;
     bool small = false;
