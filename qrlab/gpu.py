@@ -428,10 +428,28 @@ def _structured_outcome(report, n):
     while not report[3]:
         looks += 1
         # (a launch that ended without its report failed: the stream says how)
-        if looks % 1024 == 0 and current.done and not report[3]:
+        if (looks % 1024 == 0 and _stream_ended(current, cp.cuda.runtime.streamQuery)
+                and not report[3]):
             raise RuntimeError("structured_update: the solve ended without its report")
     fail, bits, zero = (int(v) for v in report[:3])
     return (n - fail if fail else -1), (n - zero if zero else -1), bits & 3, bool(bits & 4)
+
+
+#: what ``cudaStreamQuery`` returns while work on the stream is still running
+_CUDA_NOT_READY = 600
+
+
+def _stream_ended(stream, query):
+    """Whether ``stream`` has no work left running (``query``: CuPy's
+    ``runtime.streamQuery``, which returns the CUDA status).  Where its work failed (a
+    kernel that faulted), the query returns that error, not success, so CuPy's
+    ``Stream.done`` stays False: a loop waiting on it would never end.  Raises the error
+    instead (by synchronising the stream, which raises it)."""
+    status = query(stream.ptr)
+    if status in (0, _CUDA_NOT_READY):
+        return status == 0
+    stream.synchronize()
+    raise RuntimeError(f"the CUDA stream reports error {status}")
 
 
 @functools.lru_cache(maxsize=None)

@@ -281,3 +281,39 @@ def test_cupy_working_copy_matches_numpy(dtype, shape, layout):
             assert copy_rows(A, first, upper=True, scale=cp.ones(m)) is None
     np.testing.assert_array_equal(cp.asnumpy(A), cp.asnumpy(before))
     assert backend.working_copy(A[:0]).shape == (0, shape[1])
+
+
+class _FakeStream:
+    """A stream whose synchronize raises `error` (as CuPy's does for a failed launch)."""
+    ptr = 12345
+
+    def __init__(self, error=None):
+        self.error, self.synced = error, 0
+
+    def synchronize(self):
+        self.synced += 1
+        if self.error:
+            raise self.error
+
+
+def test_stream_ended_raises_where_the_stream_failed():
+    """The wait for a structured launch's report looks at its stream now and then: done
+    (status 0), still running (600, not ready) or failed (any other status, e.g. 700
+    after a kernel fault, where CuPy's Stream.done stays False for ever), which raises
+    the stream's error rather than waiting for a report that will not come."""
+    from qrlab.gpu import _stream_ended
+    asked = []
+
+    def query(status):
+        return lambda ptr: asked.append(ptr) or status
+
+    stream = _FakeStream()
+    assert _stream_ended(stream, query(0)) is True
+    assert _stream_ended(stream, query(600)) is False
+    assert asked == [stream.ptr, stream.ptr] and stream.synced == 0
+    failed = _FakeStream(ValueError("an illegal memory access was encountered"))
+    with pytest.raises(ValueError, match="illegal memory access"):
+        _stream_ended(failed, query(700))
+    assert failed.synced == 1
+    with pytest.raises(RuntimeError, match="error 700"):
+        _stream_ended(_FakeStream(), query(700))
