@@ -1945,8 +1945,9 @@ __device__ void st_pivot_scan(const T* R, long ldr, int n, int C, T pmin, int* s
     // loads in each step on the chain's path.
     // Where this costs (globaltimer stamps, float64, n = 5000, k = 1): the scans hold SMs
     // after the blocks' work, so the apply's last job starts 31 us later.  Two designs
-    // that took the scan off those SMs were slower still (H100, benchmarks/
-    // pivot_test_cost.py, n = 5000 and 10000, k = 1 and 16, beside 1.03 to 1.13 here):
+    // that took the scan off those SMs were slower still (H100,
+    // benchmarks/pivot_test_cost.py, n = 5000 and 10000, k = 1 and 16; this scan 1.03
+    // to 1.13 in the same runs):
     // testing the tiles the apply reads with each row's bound in shared memory (one load
     // a row, ahead with the tile; the report after the apply's last job), 1.27 and 1.22
     // for k = 1 in double, as the apply ended 44 us later at n = 5000 and the host's 23
