@@ -2,7 +2,7 @@
 and the apply's tail, from globaltimer stamps of every thread block.
 
     PYTHONPATH=. python benchmarks/profile_structured.py [--n 5000 10000] [--k 1 16 64]
-                                                         [--pivot-min 0] [--out FILE.md]
+                                                         [--growth-max 0] [--out FILE.md]
 
 Runs ``qrlab.cholesky_update`` (into a new array: the solve and the apply in one launch,
 ``qrlab/kernels/structured.cu``) with the kernels built with ``-DQRLAB_PHASE_TIMES``, so
@@ -79,18 +79,18 @@ def main(argv=None):
     p.add_argument("--k", type=int, nargs="+", default=[1, 16, 64])
     p.add_argument("--dtypes", nargs="+", default=["float32", "float64"])
     p.add_argument("--reps", type=int, default=8)
-    p.add_argument("--pivot-min", type=float, default=gpu.GpuExecutor.pivot_min,
-                   help="the pivot test (GpuExecutor.pivot_min; 0: none)")
+    p.add_argument("--growth-max", type=float, default=gpu.GpuExecutor.growth_max,
+                   help="the growth test (GpuExecutor.growth_max; 0: none)")
     p.add_argument("--out", type=Path, help="also write the table to this markdown file")
     args = p.parse_args(argv)
-    gpu.GpuExecutor.pivot_min = args.pivot_min
+    gpu.GpuExecutor.growth_max = args.growth_max
     if any(k > gpu.GpuExecutor.structured_k_max for k in args.k):
         p.error(f"k must be at most {gpu.GpuExecutor.structured_k_max} (one launch)")
     mod, stamps = stamped_kernels()
     gpu.kernels = lambda: mod            # (before the first update: the plans cache them)
     flush = cp.empty(256 * 2**20 // 4, dtype=cp.float32)   # so no call starts with a warm L2
     lines = [f"Phases of one structured update, us from the first block's start (median of "
-             f"{args.reps}; pivot test {args.pivot_min:g}; {gpu_name()})", "",
+             f"{args.reps}; growth test {args.growth_max:g}; {gpu_name()})", "",
              "| dtype | n | k | " + " | ".join(COLUMNS) + " |",
              "|---|---|---|" + "---|" * len(COLUMNS)]
     print("\n".join(lines), flush=True)

@@ -32,7 +32,7 @@ def forced(GpuExecutor):
     GpuExecutor.square_min_n = {4: 0, 8: 0}
     GpuExecutor.square_wide_n = {4: 0, 8: 0}
     GpuExecutor.square_rows_per_pass = {4: 1, 8: 1}
-    GpuExecutor.pivot_min = 0.0
+    GpuExecutor.growth_max = 0.0
 
 
 def ab(dtypes):

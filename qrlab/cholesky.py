@@ -169,24 +169,26 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
     the solve has passed them; in place (``overwrite``) the product is a second launch,
     after the whole solve, so that a failure leaves ``R`` untouched. Values and the
     diagonal are checked inside the kernels, so `check_finite` costs no extra pass, and
-    ``R`` is written only if the whole update succeeded. For updates the error is that
-    of the reflectors while R's diagonal entries are not small beside the rest of their
-    rows, but where one is (a ratio r to its row's largest entry) ``P`` grows as 1 / r
-    and ``M R`` cancels: measured on an H100, the backward error of ``R1^T R1`` was 2 to
-    3 times the reflectors' at r = 1e-2, 50 to 180 times at 1e-3 and about ``eps / r^2``
-    below (``benchmarks/results/square-route-*.md``). So the kernels test the pivots
-    on the way: an ``R`` with a diagonal entry below ``GpuExecutor.pivot_min`` (1e-2)
-    times the largest entry of its row is updated by the chain of reflectors below
-    instead, the structured result discarded (each block of the solve reads its rows
-    once its own work is done, off the chain: 1.01 to 1.17 times the update's time on an
-    H100, most at k = 1, ``benchmarks/results/pivot-test-*.md``). For a downdate ``S``
-    loses accuracy as ``A - V V^T`` nears singularity, as the hyperbolic reflectors do
-    (the GPU tests hold both to the same tolerances against the NumPy path).
+    ``R`` is written only if the whole update succeeded. The error is within a few
+    times that of the reflectors unless the small factorizations of the method cancel:
+    where a diagonal entry of R is small beside the rest of its row (a ratio r to its
+    row's largest entry) ``P`` grows as 1 / r and ``M R`` cancels (measured on an H100,
+    the backward error of ``R1^T R1`` was 2 to 3 times the reflectors' at r = 1e-2, 50
+    to 180 times at 1e-3 and about ``eps / r^2`` below,
+    ``benchmarks/results/square-route-*.md``), and so it does for an R nearly singular
+    with every pivot large, a downdate towards such an R, or a V much larger than R.
+    So the kernels measure that cancellation on the way, at no extra pass (the growth
+    test: the largest ``S_qq / L_qq^2`` of ``S = L L^T``, and ``C_rr`` and
+    ``1 / U_rr^2`` of ``C = I + s X X^T = U^T U``, over the blocks), and an update whose
+    growth exceeds ``GpuExecutor.growth_max`` (100) is done by the chain of reflectors
+    below instead, the structured result discarded: the error then stayed within 5.4
+    times the reflectors' (3.1 in float64) in every family of inputs measured
+    (``benchmarks/results/growth-test-*.md``).
 
     Without Q, adding rows to a square R (the triangle of ``[A, b]``) and removing its
     columns are such updates too, and go to the structured method where it is faster
     (``GpuExecutor.square_passes``, ``GpuExecutor._square_triangle``), with the same
-    pivot test.
+    growth test.
 
     **On a GPU, larger k at small n** (and the Q-less adding of rows and removing of
     columns otherwise) the whole update is one launch of ``qrlab/kernels/triangle.cu`` (panels of
@@ -505,8 +507,8 @@ def _structured(executor, R, V, s, overwrite, check_finite):
     semidefinite term, so a pass breaks down only if the whole downdate does; but it may
     break down at a later column than the first failing one of ``A - V V^T``, so a
     breakdown in several passes is redone by the chain of reflectors, which names it.
-    So is an R that fails the pivot test (a diagonal entry small beside the rest of its
-    row, where the structured update loses accuracy as ``eps / ratio^2``)."""
+    So is an update that fails the growth test (where the structured update's small
+    factorizations cancel, and it loses accuracy as that growth times ``eps``)."""
     xp = array_module(R)
     npass = -(-V.shape[1] // executor.structured_k_max)
     source = R if R.strides[1] == R.itemsize else xp.ascontiguousarray(R)

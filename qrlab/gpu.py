@@ -419,7 +419,7 @@ def _structured_outcome(report, n):
     """Wait for the report of a structured launch (written by the last block of its
     solve), and return ``(fail, zero, nonfinite, small)``: the first column whose pivot
     failed and the first zero on the diagonal (-1 if none), the bits of the values that
-    are not finite (1: R, 2: W), and whether the pivot test failed."""
+    are not finite (1: R, 2: W), and whether the growth test failed."""
     import cupy as cp
     current = cp.cuda.get_current_stream()
     if current.is_capturing():         # (recording a graph: this read of the device
@@ -844,17 +844,18 @@ class GpuExecutor(Executor):
         Adding rows to the triangle of ``[A, b]`` (:class:`~qrlab.LeastSquaresQR` with
         ``q='none'``) and removing its columns are such updates: the right-hand side's
         column is one of the triangle's, and the corner entry carries the residual norm.
-        Its error is that of the reflectors unless a diagonal entry of S is small beside
-        the rest of its row (then about ``eps / ratio^2``; see
-        ``benchmarks/results/square-route-*.md``), so such an S (the pivot test of
-        :meth:`structured_update`, :attr:`pivot_min`) goes to the chain too."""
+        Its error is within a few times the reflectors' unless the structured update's
+        small factorizations cancel (a diagonal entry of S small beside the rest of its
+        row, then about ``eps / ratio^2``, ``benchmarks/results/square-route-*.md``; or
+        S nearly singular in other ways), so such an S (the growth test of
+        :meth:`structured_update`, :attr:`growth_max`) goes to the chain too."""
         import cupy as cp
         s, p = S.shape[0], B.shape[0]
         if (not p or cp.cuda.get_current_stream().is_capturing()
                 or not self.square_passes(S.dtype, s, p)):
             return False
         # (a diagonal entry small beside the rest of its row, a column nearly in the span
-        # of those before it, fails the update's pivot test: the chain of reflectors,
+        # of those before it, fails the update's growth test: the chain of reflectors,
         # backward stable whatever S, takes such a triangle)
         out = cp.empty((s, s), dtype=S.dtype)
         if any(fail >= 0 or zero >= 0 or nonfinite or small
@@ -1083,11 +1084,12 @@ class GpuExecutor(Executor):
     #: launch whose blocks start as the blocks of the pass before finish, and wait for that
     #: pass's tiles of 64 columns (else each pass starts when the one before has ended)
     structured_overlap = True
-    #: the pivot test of :meth:`structured_update`: the smallest ratio of a diagonal entry
-    #: of R to the largest entry of its row that it takes (a smaller one goes to the chain
-    #: of reflectors; 0: no test).  At 1e-2 the structured update's backward error was 2
-    #: to 3 times the chain's, at 1e-3 50 to 180 times (H100, square-route-*.md)
-    pivot_min = 1e-2
+    #: the growth test of :meth:`structured_update`: the largest growth in its small
+    #: factorizations that it takes (more goes to the chain of reflectors; 0: no test).
+    #: At 100 the backward error of what the update returns stayed within 5.4 times the
+    #: chain's in float32 and 3.1 in float64, in every family of inputs measured
+    #: (benchmarks/results/growth-test-*.md)
+    growth_max = 100.0
 
     #: by itemsize: n divided by this is the most passes that :meth:`structured_passes`
     #: takes (but :attr:`structured_min_passes` at least)
@@ -1165,7 +1167,7 @@ class GpuExecutor(Executor):
         return passes if passes <= most else 0
 
     def structured_update_passes(self, R, W, sgn, out, spare=None, check_finite=True,
-                                 pivot_min=None):
+                                 growth_max=None):
         """:meth:`structured_update` for ``W`` of any k: passes of 64 rows of ``W`` (the
         last one shorter), each updating the result of the one before, launched back to
         back with no wait between them (:attr:`structured_queued`); the reports are read
@@ -1174,8 +1176,7 @@ class GpuExecutor(Executor):
         is needed and not given) in turn, the last one ``out``.  Returns each pass's
         ``(fail, zero, nonfinite, small)`` as :meth:`structured_update` does; a pass
         after one that reports has run on that one's result, and what it says means
-        nothing.  The pivot test is the first pass's, on ``R`` (a later pass's R is the
-        output of the one before, which it reads tile by tile as it is written).
+        nothing.  Every pass makes the growth test of its own update.
 
         Waiting for each pass's report before launching the next (the host's loop over
         :meth:`structured_update`) left the GPU idle between passes: on an H100 (A/B in
@@ -1236,12 +1237,12 @@ class GpuExecutor(Executor):
             reports.append(self._structured_launch(source, Wp, sgn, dst, check_finite,
                                                    plans[p], works[p], before,
                                                    zeros=p == npass - 1,
-                                                   pivot_min=0.0 if p else pivot_min))
+                                                   growth_max=growth_max))
             if not self.structured_queued:
                 _structured_outcome(reports[-1], n)          # (waits for this pass)
         return [_structured_outcome(report, n) for report in reports]
 
-    def structured_update(self, R, W, sgn, out, check_finite=True, pivot_min=None):
+    def structured_update(self, R, W, sgn, out, check_finite=True, growth_max=None):
         """The factor of ``R^T R + sgn W^T W`` into ``out`` (``R`` itself, or a new n x n
         array with contiguous rows), by the structured factor ``M`` of ``I + sgn P P^T``,
         ``P = R^{-T} W^T``, with no chain of reflectors (``kernels/structured.cu``).
@@ -1257,23 +1258,26 @@ class GpuExecutor(Executor):
         (k <= 64, any strides).  Both are checked on the way (non-finite values, a zero on
         the diagonal) at no extra pass.
 
-        The pivot test (``pivot_min``, default :attr:`pivot_min`; 0 for none): whether a
-        diagonal entry of R is smaller than ``pivot_min`` times the largest entry of its
-        row.  There ``P`` grows as the inverse of that ratio and ``M R`` cancels, so that
-        the error grows as ``eps / ratio^2`` (``benchmarks/results/square-route-*.md``),
-        where the chain of reflectors (:meth:`triangle_update`) stays backward stable.
-        Each block of the solve reads its 64 rows of R along the rows once its own work
-        is done, off the chain.
+        The growth test (``growth_max``, default :attr:`growth_max`; 0 for none): whether
+        the small factorizations of the solve cancel by more than ``growth_max``: for
+        ``S = L L^T`` the largest ``S_qq / L_qq^2``, and for ``C = I + sgn X X^T = U^T U``
+        the largest ``C_rr`` and ``1 / U_rr^2``, over every block.  There the structured
+        update's error grows about as that growth times ``eps`` (a diagonal entry of R
+        small beside its row, ratio r, makes it about ``1 / r^2``; so does an R nearly
+        singular with every pivot large, a downdate near singularity, a V much larger
+        than R), where the chain of reflectors (:meth:`triangle_update`) stays backward
+        stable.  Each block of the solve tests its own factorizations, at no extra pass.
 
         Returns ``(fail, zero, nonfinite, small)``: the first column whose pivot failed,
         the first zero on the diagonal (each -1 if none), whether a value of ``triu(R)``
-        (bit 1) or ``W`` (bit 2) is not finite, and whether the pivot test failed.  When
+        (bit 1) or ``W`` (bit 2) is not finite, and whether the growth test failed.  When
         any is set (``nonfinite`` only with ``check_finite``) ``R`` is not written; a new
         ``out`` may hold partial values.
         It returns once the solve has reported them: the apply may still be running, and
         work queued next on the stream follows it."""
         return _structured_outcome(self._structured_launch(R, W, sgn, out, check_finite,
-                                                           pivot_min=pivot_min), R.shape[0])
+                                                           growth_max=growth_max),
+                                   R.shape[0])
 
     def _structured_plan_for(self, R, W, out):
         """The plan of :meth:`structured_update`'s launch (``_structured_plan``)."""
@@ -1288,7 +1292,7 @@ class GpuExecutor(Executor):
         return keep_alive(_structured_plan(n, k, item, cp.cuda.Device().id, follow))
 
     def _structured_launch(self, R, W, sgn, out, check_finite, plan=None, workspace=None,
-                           before=None, zeros=True, pivot_min=None):
+                           before=None, zeros=True, growth_max=None):
         """:meth:`structured_update`'s launch, with no wait: returns its report (pinned host
         memory that the solve's last block writes; see ``_structured_outcome``).  ``plan``
         (:meth:`_structured_plan_for`) and ``workspace`` (``_structured_workspace``) are
@@ -1296,11 +1300,10 @@ class GpuExecutor(Executor):
         whose launch this one follows on the stream as a programmatic dependent launch
         (``_launch_dependent``; into a new array only).  ``zeros=False`` leaves the strict
         lower triangle of a new ``out`` unwritten in the one launch (for a pass whose
-        result only the next pass reads).  ``pivot_min``: the pivot test of
-        :meth:`structured_update` (None: :attr:`pivot_min`; R must be whole when the
-        launch starts, so a pass with ``before`` gives 0)."""
+        result only the next pass reads).  ``growth_max``: the growth test of
+        :meth:`structured_update` (None: :attr:`growth_max`)."""
         n, k = R.shape[0], W.shape[0]
-        pivot_min = self.pivot_min if pivot_min is None else pivot_min
+        growth_max = self.growth_max if growth_max is None else growth_max
         dt = R.dtype
         item = dt.itemsize
         plan = plan or self._structured_plan_for(R, W, out)
@@ -1325,7 +1328,7 @@ class GpuExecutor(Executor):
         n_, k_, sb, sgn = np.int32(n), np.int32(k), np.int32(plan.sb), dt.type(sgn)
         if follow:
             args = (R, ldr, out, ldo, W, wq, wc, n_, k_, sgn, P, F, Zs, G, sb, plan.table, sync,
-                    to_host, np.uint64(before or 0), np.int32(bool(zeros)), dt.type(pivot_min))
+                    to_host, np.uint64(before or 0), np.int32(bool(zeros)), dt.type(growth_max))
             if before:
                 _launch_dependent(plan.kernels[0], plan.grids[0], (256,), args, plan.smem[0])
             else:
@@ -1333,7 +1336,7 @@ class GpuExecutor(Executor):
         else:
             solve, apply = plan.kernels
             solve(plan.grids[0], (256,), (R, ldr, W, wq, wc, n_, k_, sgn, P, F, Zs, G, sb, sync,
-                                          to_host, dt.type(pivot_min)),
+                                          to_host, dt.type(growth_max)),
                   shared_mem=plan.smem[0])
             apply(plan.grids[1], (256,), (R, ldr, out, ldo, W, wq, wc, n_, k_, P, F, Zs,
                                           plan.table, np.int32(bool(check_finite)), sync),

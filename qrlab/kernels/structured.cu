@@ -180,8 +180,8 @@
 // words (st_ll_put; per block, k = 1: 64 values beside tags, else 64 x 16 values in the
 // order of st_chain_wide's fragments, st_frag_slot); a breakdown in column j
 // leaves n - j in sync[1] (the largest kept, so the first column), a zero R[j][j] n - j
-// in sync[3], a value of R or W that is not finite bit 1 or 2 in sync[2], a failed pivot
-// test (st_pivot_scan) bit 4.
+// in sync[3], a value of R or W that is not finite bit 1 or 2 in sync[2], a failed growth
+// test (st_growth) bit 4.
 
 #define ST_NT 256    // threads per block
 #define ST_B 64      // rows and columns of a block of the solve
@@ -1420,10 +1420,33 @@ __device__ int st_z_regs(int C, const T* __restrict__ R, long ldr, int n, const 
     return zt_all;
 }
 
+template <typename T>
+__device__ __forceinline__ void st_growth(T g, T gmax, int* sync)
+{
+    // The growth test (gmax > 0; bit 4 of sync[2]): the structured update loses accuracy
+    // where its small factorizations cancel, and st_solve gives each of them here: S_qq /
+    // d_q for S = L L^T (d_q = L_qq^2), and for C = I + sgn X X^T = U^T U both C_rr and
+    // 1 / d_r (d_r = U_rr^2).  Large S_qq / d_q: S, a sum of Gram matrices, was nearly
+    // singular; large C_rr (updates): X's row r is long, and M_II R_I and Wm_I Z cancel
+    // as C's factor does; large 1 / d_r (downdates): A - V V^T nears singularity in that
+    // row.  Where any exceeds gmax the host redoes the update by the chain of reflectors,
+    // backward stable whatever R (an apply after the solve then writes nothing).  With
+    // gmax = 100 the error of what the update returns stayed within 5.4 times the chain's
+    // in float32 and 3.1 in float64, in every family measured (H100,
+    // benchmarks/results/growth-test-*.md; 0.98 to 1.01 of the time without it).  It costs a
+    // few loads in each block's own work: the test it replaced, whether some |R[i][i]|
+    // was below 1e-2 of the largest entry of its row, read R once more (each block its
+    // rows, after its work: the update took 1.01 to 1.17 times as long), and missed
+    // updates that lose accuracy with every pivot of R large beside its row (an R with
+    // -0.1 above a unit diagonal: k = 4 and 16 off by 1e9 times the chain's error), a
+    // downdate towards such an R, and a V much larger than R (k = 64).
+    if (gmax > T(0) && g > gmax) atomicOr(sync + 2, 4);
+}
+
 template <typename T, int KW>
 __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __restrict__ W,
                         long wq, long wc, int n, int k, T sgn, T* P, T* F, T* Zs, T* Gs,
-                        int sb, int* sync, T* zout = nullptr, long ldo = 0)
+                        int sb, int* sync, T gmax, T* zout = nullptr, long ldo = 0)
 {
     // returns how many of the C tiles of zeros left of its diagonal block in zout (the
     // update's new array, or none) this block wrote while it waited for the chain
@@ -1666,10 +1689,13 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
             if (e < kp * kp && q < k && r < k) S[e] = T(q == r) + sgn * g[u];
         }
     }
+    __syncthreads();
+    const T s_qq = tid < k ? S[tid * kp + tid] : T(1);     // (for the growth test)
     // S = L L^T, L = Us^T: Us^T Us in the upper triangle, then L in the lower one where
     // the solves with L below go row by row
     const bool by_inverse = k > 32;
     const bool spd = st_cholesky(S, k, kp, k, Mx) < 0;
+    if (spd && tid < k) st_growth(s_qq * Mx[tid] * Mx[tid], gmax, sync);   // S_qq / d_q
     for (int e = tid; spd && !by_inverse && e < k * k; e += ST_NT)
         if (e % k < e / k) S[e / k * kp + e % k] = S[e % k * kp + e / k];
     __syncthreads();
@@ -1727,7 +1753,9 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     const int la = ST_B + kp;
     T* const A = tile;                                 // (64 x la: tile and M2)
     int j;
+    T c_rr = T(1);                                     // (for the growth test)
     if (k == 1) {
+        if (tid < ST_B) c_rr = fma(sgn * XT[tid], XT[tid], T(1));
         j = st_cholesky_rank1(A, la, XT, sgn, Mx);
     } else {
         st_product<wide>(A, la, 1, XT, ST_B, XT, ST_B, k, ST_B, ST_B, 4, sgn, false);
@@ -1736,8 +1764,14 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
             A[r * la + ST_B + q] = XT[q * ST_B + r];
         }
         __syncthreads();
-        if (tid < ST_B) A[tid * la + tid] += T(1);
+        if (tid < ST_B) c_rr = A[tid * la + tid] += T(1);
         j = st_cholesky(A, ST_B, la, la, Mx);
+    }
+    if (j < 0 && tid < ST_B) {
+        // C_rr and 1 / d_r (st_cholesky leaves d_r^{-1/2} in Mx, st_cholesky_rank1
+        // d_r^{1/2} after the first 64 values)
+        const T root = k == 1 ? T(1) / Mx[ST_B + tid] : Mx[tid];
+        st_growth(fmax(c_rr, root * root), gmax, sync);
     }
     if (j >= 0) {
         if (tid == 0) {
@@ -1850,7 +1884,7 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
     // below the diagonal block, zeros.  follow: the solve is still running (the same
     // launch), so wait for the segment's z and each block's F and P (flags); out is then
     // not R, and is written whatever the solve finds.  Otherwise the solve is over, and
-    // nothing is written if it failed (or its pivot test did).
+    // nothing is written if it failed (or its growth test did).
     extern __shared__ __align__(16) unsigned char st_raw[];
     const volatile int* vs = sync;
     if (!follow && (vs[1] != 0 || vs[3] != 0 || (vs[2] & 4) || (check && vs[2] != 0)))
@@ -1924,55 +1958,6 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
     }
 }
 
-template <typename T>
-__device__ void st_pivot_scan(const T* R, long ldr, int n, int C, T pmin, int* sync)
-{
-    // The pivot test (pmin > 0): is any |R[i][i]| of this block's rows smaller than pmin
-    // times some |R[i][j]|, j > i?  There P = R^{-T} V grows as 1 / ratio and M R
-    // cancels (error about eps / ratio^2), so the host redoes such an update by the
-    // chain of reflectors; bit 4 of sync[2] says so (and an apply after the solve then
-    // writes nothing).  A warp a row, along the row (the solve reads R by columns, the
-    // apply by tiles: neither sees a whole row), after the block's own work, so that the
-    // chain does not wait for it; R is the launch's input (only a first pass tests).
-    // It is a read of R more: on an H100 the update took 1.01 to 1.17 times as long
-    // (benchmarks/results/pivot-test-*.md).  Sixteen loads a lane in flight, not four:
-    // the first blocks' scans (64 rows up to n long, one block each) are bound by the
-    // loads' latency, and with four they ended after the chain (k = 1: 1.12 to 1.21).
-    // Slower: testing the tiles of R that the apply reads (one more load a warp per row,
-    // for its diagonal entry, and a report by the apply's last job that the host waited
-    // for), 1.02 to 1.54; testing those the solve's loop reads (each block its columns,
-    // the rows' diagonal entries from L1), 1.55 to 1.63 at k = 1, n = 5000: sixteen more
-    // loads in each step on the chain's path.
-    // Where this costs (globaltimer stamps, float64, n = 5000, k = 1): the scans hold SMs
-    // after the blocks' work, so the apply's last job starts 31 us later.  Two designs
-    // that took the scan off those SMs were slower still (H100,
-    // benchmarks/pivot_test_cost.py, n = 5000 and 10000, k = 1 and 16; this scan 1.03
-    // to 1.13 in the same runs):
-    // testing the tiles the apply reads with each row's bound in shared memory (one load
-    // a row, ahead with the tile; the report after the apply's last job), 1.27 and 1.22
-    // for k = 1 in double, as the apply ended 44 us later at n = 5000 and the host's 23
-    // us of work after the report no longer ran beside the apply's tail; and, for
-    // k <= 16, warps 1 .. 7 of block C scanning the rows of block nb - 1 - C, 512 values
-    // of a row between their looks at the flags while the block was at least eight steps
-    // from its own (the rest after its work), 1.10 to 1.28: the scans' loads slowed the
-    // chain.
-    constexpr int U = 16;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, c0 = C * ST_B;
-    bool small = false;
-    for (int i = c0 + warp; i < min(c0 + ST_B, n); i += ST_NT / 32) {
-        const T* row = R + (long)i * ldr;
-        const T limit = fabs(__ldcg(row + i)) / pmin;
-        for (int j0 = i + lane; j0 < n; j0 += U * 32) {
-            T x[U];
-#pragma unroll
-            for (int u = 0; u < U; ++u) x[u] = j0 + 32 * u < n ? __ldcg(row + j0 + 32 * u) : T(0);
-#pragma unroll
-            for (int u = 0; u < U; ++u) small |= fabs(x[u]) > limit;
-        }
-    }
-    if (__any_sync(0xffffffff, small) && lane == 0) atomicOr(sync + 2, 4);
-}
-
 __device__ void st_report(int* sync, int nb, int* found)
 {
     // Once every block of the solve is done, the last one copies fail, non-finite and
@@ -2007,7 +1992,7 @@ template <typename T, int KW>
 __device__ void st_update(const T* R, long ldr, T* out, long ldo, const T* W, long wq, long wc,
                           int n, int k, T sgn, T* P, T* F, T* Zs, T* Gs, int sb,
                           const int4* table, int* sync, int* found, const int* before,
-                          int zeros, T pmin)
+                          int zeros, T gmax)
 {
     // the solve and the apply in one launch (out is not R): the first nb blocks solve, the
     // others apply, each as soon as the rows it needs are ready.  zeros: whether the
@@ -2038,8 +2023,7 @@ __device__ void st_update(const T* R, long ldr, T* out, long ldo, const T* W, lo
         // a block of the solve writes the zeros left of its diagonal block (the apply's
         // table has none), those it did not write while waiting once it is done
         const int zt = st_solve<T, KW>(t, R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb,
-                                           sync, zeros ? out : nullptr, ldo);
-        if (pmin > T(0)) st_pivot_scan(R, ldr, n, t, pmin, sync);
+                                           sync, gmax, zeros ? out : nullptr, ldo);
         st_report(sync, nb, found);
         if (zeros) st_zero(out, ldo, t * ST_B, min(ST_B, n - t * ST_B), zt * ST_B, t * ST_B);
     } else {
@@ -2063,20 +2047,19 @@ __device__ void st_update(const T* R, long ldr, T* out, long ldo, const T* W, lo
 #define ST_KERNELS(NAME, T, KW, BOUND)                                                        \
     __global__ void __launch_bounds__(ST_NT, BOUND) structured_solve##NAME(                 \
         const T* R, long ldr, const T* W, long wq, long wc, int n, int k, T sgn, T* P,     \
-        T* F, T* Zs, T* Gs, int sb, int* sync, int* found, T pmin)                         \
+        T* F, T* Zs, T* Gs, int sb, int* sync, int* found, T gmax)                         \
     {                                                                                      \
         const int t = st_ticket(sync);                                                     \
-        st_solve<T, KW>(t, R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb, sync);          \
-        if (pmin > T(0)) st_pivot_scan(R, ldr, n, t, pmin, sync);                          \
+        st_solve<T, KW>(t, R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb, sync, gmax);    \
         st_report(sync, (n + ST_B - 1) / ST_B, found);                                     \
     }                                                                                      \
     __global__ void __launch_bounds__(ST_NT, BOUND) structured_update##NAME(                \
         const T* R, long ldr, T* out, long ldo, const T* W, long wq, long wc, int n, int k, \
         T sgn, T* P, T* F, T* Zs, T* Gs, int sb, const int4* table, int* sync, int* found, \
-        const int* before, int zeros, T pmin)                                              \
+        const int* before, int zeros, T gmax)                                              \
     {                                                                                      \
         st_update<T, KW>(R, ldr, out, ldo, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb, table,  \
-                         sync, found, before, zeros, pmin);                                \
+                         sync, found, before, zeros, gmax);                                \
     }
 
 extern "C" {
