@@ -7,14 +7,14 @@
 Its kernels measure that growth (``GpuExecutor.growth_max``; ``st_growth``) and hand such
 an update to the chain of reflectors.
 
-``--accuracy``: families of inputs that make the method cancel, n = 1000, k = 1, 4, 16
-and 64, float32 and float64: one diagonal entry of R small beside its row (ratio r), for
-an update and for a downdate back to such an R; R = I - c triu(1) (nearly singular with
-every pivot large); V a multiple of R's scale.  For each: the backward error
-``||R1^T R1 - A1|| / ||A1||`` (A1 formed in float64 from the rounded inputs) of the
-structured update with no test, of the chain of reflectors, and of
-``cholesky_update`` as it is; whether the test reports at growth_max = 10, 100
-(the default) and 1000.
+``--accuracy``: families of inputs that make the method cancel, n = 1000, k = 1, 4, 16 and
+64, float32 and float64: one diagonal entry of R small beside its row (ratio r), for an
+update and for a downdate back to such an R; R = I - c triu(1) (nearly singular with every
+pivot large); V a multiple of R's scale, added or (after adding it) removed. For each: the
+backward error ``||R1^T R1 - A1|| / ||A1||`` (A1 formed in float64 from the rounded
+inputs) of the structured update with no test, of the chain of reflectors, and of
+``cholesky_update`` as it is; whether the test reports at growth_max = 10, 100 (the
+default) and 1000.
 
 ``--cost``: the same update on well-conditioned inputs (which pass) with the test and
 without it (growth_max = 0), into a new array, in one process, in rounds of alternating
@@ -49,9 +49,13 @@ def families(n, k, rng):
     for scale in (1, 100, 1000):
         R = gauss_r(1.0)
         yield "V = s randn, update", f"s = {scale}", R, scale * rng.standard_normal((n, k)), 1
+    for scale in (1, 3, 10):
+        V = scale * rng.standard_normal((n, k))
+        R = np.linalg.qr(np.vstack([gauss_r(1.0), V.T]), mode="r")
+        yield "V = s randn, downdate", f"s = {scale}", R * np.sign(np.diag(R))[:, None], V, -1
 
 
-def accuracy(dtypes, n, ks):
+def accuracy(dtypes, n, ks, only=None):
     import cupy as cp
 
     from qrlab.cholesky import cholesky_update
@@ -65,6 +69,8 @@ def accuracy(dtypes, n, ks):
         for k in ks:
             rng = np.random.default_rng(k)
             for fam, par, R, V, sgn in families(n, k, rng):
+                if only and only not in fam:
+                    continue
                 R, V = R.astype(dtype), V.astype(dtype)
                 R64, V64 = R.astype(np.float64), V.astype(np.float64)
                 A1 = R64.T @ R64 + sgn * V64 @ V64.T
@@ -155,6 +161,7 @@ def main(argv=None):
     ap.add_argument("--n", nargs="+", type=int, default=[5000, 10000, 20000],
                     help="sizes for --cost (--accuracy: n = 1000)")
     ap.add_argument("--k", nargs="+", type=int, default=[1, 4, 16, 64])
+    ap.add_argument("--family", help="only the families whose name contains this")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--out", help="write the tables here (markdown) as well")
@@ -166,7 +173,7 @@ def main(argv=None):
                       if a != "--out" and (i == 0 or given[i - 1] != "--out"))
     lines = [f"Command: `python3 benchmarks/growth_test.py {argv_s}`; device: {device}", ""]
     if args.accuracy:
-        lines += accuracy(args.dtypes, 1000, args.k) + [""]
+        lines += accuracy(args.dtypes, 1000, args.k, args.family) + [""]
     if args.cost:
         lines += cost(args.dtypes, args.n, args.k, args.rounds, args.reps)
     if args.out:

@@ -183,7 +183,9 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
     growth exceeds ``GpuExecutor.growth_max`` (100) is done by the chain of reflectors
     below instead, the structured result discarded: the error then stayed within 5.4
     times the reflectors' (3.1 in float64) in every family of inputs measured
-    (``benchmarks/results/growth-test-*.md``).
+    (``benchmarks/results/growth-test-*.md``). Not caught: a float32 downdate that
+    removes a V ten times R's scale (1 < k <= 16), 27 times the reflectors' error
+    relative to ``||A - V V^T||`` (within bounds relative to ``||A|| + ||V||^2``).
 
     Without Q, adding rows to a square R (the triangle of ``[A, b]``) and removing its
     columns are such updates too, and go to the structured method where it is faster
