@@ -229,8 +229,9 @@ def run_update(core, arrays, check_finite=False, **params):
 _SINGULAR = "R is singular: the least-squares problem is rank deficient"
 
 
-def solve_triangular(R, B, check=True):
-    """Solve ``R X = B`` for upper triangular ``R`` on the module of ``R``.
+def solve_triangular(R, B, check=True, trans=False):
+    """Solve ``R X = B`` (``trans``: ``R^T X = B``) for upper triangular ``R`` on the
+    module of ``R``.
 
     Raises ``numpy.linalg.LinAlgError`` for an exactly singular ``R`` (a zero on the
     diagonal), on both backends.  ``check=False`` skips that test (and, on NumPy, SciPy's
@@ -245,12 +246,17 @@ def solve_triangular(R, B, check=True):
         if check and R.shape[0] and not (np.diagonal(R) != 0).all():
             raise np.linalg.LinAlgError(_SINGULAR)
         from scipy.linalg import solve_triangular
-        return solve_triangular(R, B, lower=False, check_finite=check)
+        return solve_triangular(R, B, trans="T" if trans else "N", lower=False,
+                                check_finite=check)
     # On a GPU the diagonal test is queued before the solve and read after it: one wait
     # for the device, with the solve already behind it (a zero makes the solve's values
     # non-finite, and they are dropped).
     nonzero = (xp.diagonal(R) != 0).all() if check and R.shape[0] else None
-    x = _solve_on_gpu(R, B)
+    if trans:
+        from cupyx.scipy.linalg import solve_triangular
+        x = solve_triangular(R, B, trans="T", lower=False)
+    else:
+        x = _solve_on_gpu(R, B)
     if nonzero is not None and not bool(nonzero):
         raise np.linalg.LinAlgError(_SINGULAR)
     return x

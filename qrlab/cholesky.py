@@ -12,6 +12,10 @@ Two families of algorithms share one interface:
   matrix products. Each panel of ``block_size`` columns is factored by one Cholesky
   factorization whose result is checked (``panel='cholesky'``, about 30 array operations
   per panel), or column by column (``panel='householder'``, about 15 per column).
+* ``method='structured'``: no chain of reflectors: ``R1 = M R`` with ``M`` the structured
+  Cholesky factor of ``I +- P P^T``, ``P = R^{-T} V``, built block by block (the method of
+  the GPU kernels, ``qrlab/kernels/structured.cu``, as array operations), with its growth
+  test; where that test reports, the blocked method does the update.
 * ``method='rotations-A'`` / ``'rotations-B'``: Walder's Algorithm 1 (seed 004), the
   column-oriented and row-oriented orderings of the same hyperbolic rotations, written for
   reading, not for speed.
@@ -22,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backend import array_module, executor_for, to_numpy, working_copy
+from .backend import array_module, executor_for, solve_triangular, to_numpy, working_copy
 
 __all__ = ["cholesky_update", "cholesky_downdate", "DEFAULT_BLOCK_SIZE"]
 
@@ -31,7 +35,7 @@ __all__ = ["cholesky_update", "cholesky_downdate", "DEFAULT_BLOCK_SIZE"]
 #: GPU, where the time goes into the fixed cost of each panel's small operations (Notes).
 DEFAULT_BLOCK_SIZE = {"numpy": 64, "cupy": 256}
 
-_METHODS = ("blocked", "rotations-A", "rotations-B")
+_METHODS = ("blocked", "structured", "rotations-A", "rotations-B")
 _PANELS = ("cholesky", "householder")
 _DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -65,8 +69,12 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
         Check that `R` and `V` contain only finite numbers. Disabling this may give a
         performance gain (it saves a pass over the inputs), but a non-finite input then
         gives a LinAlgError or a result full of nan. Default True.
-    method : {'blocked', 'rotations-A', 'rotations-B'}, optional
+    method : {'blocked', 'structured', 'rotations-A', 'rotations-B'}, optional
         ``'blocked'``: compact-WY Householder panels, matrix products (see Notes).
+        ``'structured'``: the structured method of the GPU kernels (see Notes) as array
+        operations, blocks of `block_size` rows (default 64), for teaching and checking:
+        where its growth test reports, or a downdate breaks down, the result is the
+        blocked method's.
         ``'rotations-A'`` / ``'rotations-B'``: Walder's CholeskyModifyA / CholeskyModifyB
         (seed 004, Algorithm 1), hyperbolic rotations in Python loops, for teaching and
         small n. Default ``'blocked'``.
@@ -143,7 +151,10 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
         P = T^T (C + s Vp^T W_t);   C -= P;   W_t -= Vp P
 
     **On a GPU: the structured method** (CuPy arrays, ``block_size=None``,
-    ``qrlab/kernels/structured.cu``). ``R^T R + s V V^T = R^T (I + s P P^T) R`` with
+    ``qrlab/kernels/structured.cu``; ``method='structured'`` runs the same algorithm as
+    array operations on either module, blocks of ``block_size`` rows, for reading and
+    checking: its ``k = 1`` factor of ``C`` by Cholesky, not the kernels' closed form).
+    ``R^T R + s V V^T = R^T (I + s P P^T) R`` with
     ``P = R^{-T} V``, so ``R1 = M R`` where ``M`` is the Cholesky factor of
     ``I + s P P^T``, a matrix with structure: eliminating the rows before a block ``I``
     of rows leaves ``I + s P' S^{-1} P'^T`` with ``S = I_k + s sum p_i p_i^T`` over the
@@ -330,6 +341,15 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
         return _structured(executor, R, V2, s, overwrite, check_finite)
     _scan(xp, R, V2, check_finite)
 
+    if method == "structured":
+        R1 = _structured_arrays(R, V2, s, min(n, block_size or 64), executor.growth_max)[0]
+        if R1 is not None:
+            if overwrite:
+                R[...] = R1
+                return R
+            return R1
+        method = "blocked"                     # (the growth test reported, or a breakdown)
+        block_size = None
     if method == "blocked":
         if block_size is None and executor.fuses_triangle(R.dtype, V2.shape[1]):
             return _fused(executor, R, V2, s, overwrite)
@@ -533,6 +553,57 @@ def _structured(executor, R, V, s, overwrite, check_finite):
         R[...] = out
         return R
     return out
+
+
+def _structured_arrays(R, V, s, nb, growth_max):
+    """The structured update in array operations, blocks of ``nb`` rows: returns
+    ``(R1, growth)``, ``R1`` None where the growth exceeds ``growth_max`` (0: no test) or
+    a small factorization fails (a downdate that breaks down; the blocked method then
+    names the column).
+
+    With ``P = R^{-T} V`` and, for the block ``I`` of rows from ``i0``, ``S`` the k x k
+    sum ``I + s sum_{J < I} P_J^T P_J = Us^T Us`` and ``X = P_I Us^{-1}``, the block's rows of
+    ``M`` (``M^T M = I + s P P^T``) are ``U = chol(I + s X X^T)`` on the diagonal and
+    ``Wm P_J^T`` to the right (``Wm = s U^{-T} X Us^{-T}``), so ``R1_I = U R_I + Wm Z`` with
+    ``Z = V^T - sum_{J <= I} P_J^T R_J``.  Growth: the largest ``S_qq / Us_qq^2``, ``C_rr``
+    and ``1 / U_rr^2`` (``C = I + s X X^T``) over the blocks, how much these small
+    factorizations cancel, and so ``M R``."""
+    xp = array_module(R)
+    n, k = V.shape
+    Rp = xp.triu(R) * xp.sign(xp.diagonal(R))[:, None]     # positive diagonal
+    P = solve_triangular(Rp, V, check=False, trans=True)     # (R checked by _scan)
+    S = xp.eye(k, dtype=R.dtype)
+    Z = V.T.copy()
+    out = xp.zeros_like(Rp)
+    growth = 1.0
+    for i0 in range(0, n, nb):
+        PI, RI = P[i0:i0 + nb], Rp[i0:i0 + nb, i0:]
+        Us = _upper_factor(xp, S)
+        X = None if Us is None else solve_triangular(Us, PI.T, check=False, trans=True).T
+        C = None if X is None else xp.eye(X.shape[0], dtype=R.dtype) + s * (X @ X.T)
+        U = None if C is None else _upper_factor(xp, C)
+        if U is None:
+            return None, growth
+        growth = max(growth, float(xp.max(xp.diagonal(S) / xp.diagonal(Us) ** 2)),
+                     float(xp.max(xp.diagonal(C))), float(xp.max(xp.diagonal(U) ** -2.0)))
+        if growth_max and growth > growth_max:
+            return None, growth
+        Wm = s * solve_triangular(Us, solve_triangular(U, X, False, trans=True).T, False).T
+        Z = Z[:, -RI.shape[1]:] - PI.T @ RI            # (its columns from i0 on)
+        out[i0:i0 + nb, i0:] = U @ RI + Wm @ Z
+        S = S + s * (PI.T @ PI)
+    return xp.triu(out), growth
+
+
+def _upper_factor(xp, A):
+    """The upper triangular Cholesky factor of ``A``, or None if ``A`` is not (numerically)
+    positive definite."""
+    try:
+        U = xp.linalg.cholesky(A).T
+    except np.linalg.LinAlgError:
+        return None
+    d = xp.diagonal(U)
+    return U if bool(xp.all(xp.isfinite(d) & (d > 0))) else None
 
 
 def _householder_panel(Rp, Wp, s, j0):

@@ -61,6 +61,14 @@ class Executor:
         that applies the rotations directly (default :func:`qrlab.gpu.apply_waves`).
     """
 
+    #: the structured Cholesky update's growth test (``cholesky_update``'s Notes; on a GPU
+    #: :meth:`qrlab.gpu.GpuExecutor.structured_update`): the largest growth in its small
+    #: factorizations that it takes (more goes to the chain of reflectors; 0: no test).
+    #: At 100 the backward error of what the update returns stayed within 5.4 times the
+    #: chain's in float32 and 3.1 in float64, in every family of inputs measured on an
+    #: H100 (benchmarks/results/growth-test-*.md)
+    growth_max = 100.0
+
     def __init__(self, method: str = "blocked", wave_block: int | None = None):
         if method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, not {method!r}")

@@ -1084,13 +1084,6 @@ class GpuExecutor(Executor):
     #: launch whose blocks start as the blocks of the pass before finish, and wait for that
     #: pass's tiles of 64 columns (else each pass starts when the one before has ended)
     structured_overlap = True
-    #: the growth test of :meth:`structured_update`: the largest growth in its small
-    #: factorizations that it takes (more goes to the chain of reflectors; 0: no test).
-    #: At 100 the backward error of what the update returns stayed within 5.4 times the
-    #: chain's in float32 and 3.1 in float64, in every family of inputs measured
-    #: (benchmarks/results/growth-test-*.md)
-    growth_max = 100.0
-
     #: by itemsize: n divided by this is the most passes that :meth:`structured_passes`
     #: takes (but :attr:`structured_min_passes` at least)
     structured_rows_per_pass = {4: 400, 8: 200}

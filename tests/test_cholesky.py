@@ -17,6 +17,7 @@ from qrlab.cholesky import DEFAULT_BLOCK_SIZE, cholesky_downdate, cholesky_updat
 METHODS = {
     "blocked": {"method": "blocked"},                     # Cholesky panels (default)
     "blocked-householder": {"method": "blocked", "panel": "householder"},
+    "structured": {"method": "structured"},               # the GPU kernels' method
     "rotations-A": {"method": "rotations-A"},
     "rotations-B": {"method": "rotations-B"},
 }
@@ -320,6 +321,45 @@ def test_nan_without_check_finite_is_not_silent(method):
         cholesky_update(R, V, check_finite=False, **METHODS[method])
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("downdate", [False, True])
+def test_structured_growth_test(dtype, downdate):
+    """The structured method's small factorizations cancel where one diagonal entry of R
+    is 1e-4 of its row (for the downdate, of the R it returns to): its growth test
+    measures far more than 100 there, the structured result with no test is far less
+    accurate than the blocked method's, and method='structured' returns the blocked
+    method's result.  On a well-conditioned problem the growth is small and the result
+    the structured method's own."""
+    from qrlab.cholesky import _structured_arrays
+    s, k = 300, 16
+    rng = np.random.default_rng(5)
+    R = np.linalg.qr(rng.standard_normal((2 * s, s)), mode="r")
+    R[s // 2, s // 2] = 1e-4 * np.abs(R[s // 2]).max()
+    V = rng.standard_normal((s, k))
+    if downdate:
+        V *= 0.3
+        R = np.linalg.qr(np.vstack([R, V.T]), mode="r")
+    R, V = R.astype(dtype), V.astype(dtype)
+    R64, V64 = R.astype(np.float64), V.astype(np.float64)
+    target = R64.T @ R64 + (-1 if downdate else 1) * V64 @ V64.T
+
+    def error(R1):
+        R1 = R1.astype(np.float64)
+        return np.linalg.norm(R1.T @ R1 - target) / np.linalg.norm(target)
+    R_none, growth = _structured_arrays(R, V, -1 if downdate else 1, 64, 0)
+    blocked = cholesky_update(R, V, downdate=downdate)
+    assert growth > 1e4
+    assert error(R_none) > 30 * error(blocked)
+    np.testing.assert_array_equal(cholesky_update(R, V, downdate=downdate,
+                                                  method="structured"), blocked)
+    R, V, A64, target = make_problem(s, k, dtype, downdate, seed=3)
+    R_own, growth = _structured_arrays(R, V, -1 if downdate else 1, 64, 0)
+    assert growth < 10
+    R1 = cholesky_update(R, V, downdate=downdate, method="structured")
+    np.testing.assert_array_equal(R1, R_own)
+    check_factor(R1, A64, V, target, dtype)
+
+
 def test_downdate_keyword_is_rejected_by_cholesky_downdate():
     R, V, _, _ = make_problem(3, 1, np.float64, True)
     with pytest.raises(TypeError):
@@ -425,7 +465,8 @@ class TestCuPy:
     @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
     @pytest.mark.parametrize("n, k, method", [
         (1, 1, "blocked"), (33, 3, "blocked"), (257, 16, "blocked"), (100, 107, "blocked"),
-        (130, 64, "blocked"), (70, 5, "blocked-householder"), (12, 3, "rotations-A"),
+        (130, 64, "blocked"), (70, 5, "blocked-householder"), (300, 16, "structured"),
+        (130, 70, "structured"), (12, 3, "rotations-A"),
         (20, 5, "rotations-B")])
     def test_matches_numpy(self, n, k, method, dtype, downdate):
         import cupy as cp
