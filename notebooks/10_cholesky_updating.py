@@ -569,123 +569,156 @@ for n in sorted({r["n"] for r in rows}):
 # missed updates that cancel with every pivot of $R$ large
 # (`benchmarks/results/growth-test-*.md`).
 #
-# Plainly: **the update beats cuSOLVER's refactorization for every $k \le 64$ at every $n$ from 1000
-# up, in both precisions**. At $n \ge 5000$ it is 11.1 to 60 times faster with $\tilde A$'s forming
-# included and 10.7 to 58 times without; the thinnest margin is float32, $n = 5000$, $k = 64$. For
-# $k = 256$ it wins everywhere but float32 at $n = 1000$, where the two are even (the update 0.85
-# ms, refactorizing 0.86 with $\tilde A$'s forming and 0.83 without): 1.7 to 6.2 times faster in
-# float32 from $n = 2000$, 1.25 to 4.7 in float64 from $n = 1000$. The four passes at $k = 256$ are
-# 1.6 to 2.8 times faster than the one launch of the chain at every $n$, and bring the update within
-# 4 times of the floor from $n = 5000$ in float64 (3.67, 2.82 and 2.61; the chain sat at 10.4, 6.5
-# and 5.3) and at $n = 20000$ in float32 (3.50; the chain 6.0); float32 misses at $n = 10000$ by a
-# hair (4.07) and at $n = 5000$ (7.20: four chains of 79 steps). For $k \le 64$ the structured
-# method is 3.7 to 12.6 times faster than the chain of reflectors at $n \ge 5000$. At $k \le 64$ and
-# $n \ge 5000$ it sits 2.1 to 6.3 times above the floor (the chain sat 7.7 to 69 times above):
-# within 4 times at $n = 20000$ and 10000 in both precisions (float32 2.8 to 3.3, float64 2.1 to
-# 3.3) and at $n = 5000$ in float64 (3.69, 3.67 and 2.96 for $k = 1$, 16 and 64), but not at $n =
-# 5000$ in float32 (5.7 to 6.3). Runs of the benchmark differ by a few percent on one machine and by
-# up to 15 percent between machines, so the cases near 4 may land on either side. For $k = 1$ the
+# Plainly: **the update beats cuSOLVER's refactorization for every $k \le 64$ at every $n$ from
+# 1000 up, in both precisions**. At $n \ge 5000$ it is 11.1 to 60 times faster with $\tilde A$'s
+# forming included and 10.7 to 58 times without; the thinnest margin is float32, $n = 5000$,
+# $k = 64$. For $k = 256$ it wins everywhere but float32 at $n = 1000$, where the two are even
+# (the update 0.85 ms, refactorizing 0.86 with $\tilde A$'s forming and 0.83 without): 1.7
+# to 6.2 times faster in float32 from $n = 2000$, 1.25 to 4.7 in float64 from $n = 1000$. The
+# four passes at $k = 256$ are 1.6 to 2.8 times faster than the one launch of the chain at
+# every $n$, and bring the update within 4 times of the floor from $n = 5000$ in float64
+# (3.67, 2.82 and 2.61; the chain sat at 10.4, 6.5 and 5.3) and at $n = 20000$ in float32
+# (3.50; the chain 6.0); float32 misses at $n = 10000$ by a hair (4.07) and at $n = 5000$
+# (7.20: four chains of 79 steps). For $k \le 64$ the structured method is 3.7 to 12.6 times
+# faster than the chain of reflectors at $n \ge 5000$. At $k \le 64$ and $n \ge 5000$ it sits
+# 2.1 to 6.3 times above the floor (the chain sat 7.7 to 69 times above): within 4 times at
+# $n = 20000$ and 10000 in both precisions (float32 2.8 to 3.3, float64 2.1 to 3.3) and at
+# $n = 5000$ in float64 (3.69, 3.67 and 2.96 for $k = 1$, 16 and 64), but not at $n = 5000$
+# in float32 (5.7 to 6.3). Runs of the benchmark differ by a few percent on one machine and
+# by up to 15 percent between machines, so the cases near 4 may land on either side. For
+# $k = 1$ the
 # solve's blocks sum the terms of the blocks before them with no barrier per block, and take the
-# last two blocks' results as tagged words (the value and the news that it is there in one store, so
-# one round trip to L2 instead of two): in one process, before against after, that took 6 to 10
-# percent off the update in float32 up to $n = 10000$ and 10 to 15 in float64. Then the step itself
-# went into registers and shuffles (no block barrier between the previous block's result coming and
-# this block's going), and the loop takes the six results before those two as tagged words as well
-# (their flags came several microseconds after the words): another 25 to 36 percent off in float32
-# up to $n = 10000$ (12 at 20000) and 13 to 29 in float64 up to $n = 5000$ (none beyond, where the
-# later blocks wait for SMs). For $1 < k \le 16$ the same two changes (the loop's sums in registers,
-# each warp's part of its products on the tensor cores; the step on the tensor cores, with each
-# result handed on as words that are their own flag) took 8 to 17 percent off in float32 and 12 to
-# 33 in float64 at $n = 5000$ and 10000. For $k = 1$ each block's factor of $M$ has a closed form
-# (method C1 within the block: a prefix sum of $x_i^2$ per row, no chain of 64 steps), which took 2
-# to 13 percent off the update. The products run on the tensor cores: in float64 as DMMA, which took
-# the update at $n = 20000$ from 4.8, 9.0 and 16 ms to 4.0, 5.5 and 8.5 ms for $k = 1$, 16 and 64,
-# and then in tiles of 16 x 8 rather than 8 x 8 (twice the rate on an H100) another 10 to 19 percent
-# off at $k = 64$ and 256 and 12 to 13 at $k = 16$ ($n = 5000$ and 10000: a step of the $k = 64$
-# chain from 7.5 to 5.5 us), and writing $P_C$ straight from the product's registers 2 to 3 percent
-# more at $k = 64$ and 256; in float32 for $k \ge 8$ in 3xTF32 (each value split into two TF32
-# parts, three products kept), which took 15 to 18 percent off the update at $n = 5000$ and 10000
-# for $k = 16$ and 64, with the same errors, except the solve's $64 \times 64 \times 64$ products at
-# $k = 64$, which run as DMMA in float64 too (the float32 values converted as they are loaded): one
-# block's product is done sooner that way. For the step of the chain alone that took a step from 7.4
-# to 6.9 us, 2 to 3 percent of the update; for the solve's other such products too (its loop, $G_C$,
-# and the block's factor of $M$) another 7 to 9 percent at $k = 64$ and 256. For $k > 32$ each
-# block's two triangular solves with the $k \times k$ factor of $S$ run as products with its inverse
-# (row by row they took 73 of the 170 us a block works after its step at $k = 64$); with the
-# hand-off's flag published by a release alone (no fence before it) that took 2 to 12 percent off
-# the update at $k = 64$. Into a new array the zeros below the diagonal (half of what is written)
-# are written by the solve's blocks while they wait for the chain, not by the product's: that took
-# 2.5 to 6.5 percent off the update at $n = 10000$ and 20000 for $k \le 16$. The product's jobs look
-# at the flags of up to 32 blocks of rows at once, and the solve's last block writes the outcome (a
-# breakdown, a zero on the diagonal, a value not finite) to pinned host memory, which the host reads
-# as soon as it is there: together 19 to 27 us less a call at $n = 1000$ and 2000 and 2 to 13
-# percent less at 5000 and 10000. For $k \le 16$ each block sums the $k \times k$ terms $P_J^T P_J$
-# of the blocks before it with all its threads, many reads in flight, not one block's term after
-# another: 1.3 to 5 percent off the update, and at $n = 5000$ a block's work after its step from 17
-# to 12 us (float32, $k = 1$) and from 63 to 52 us (float64, $k = 16$). In float64, where the
-# solve's blocks leave the product few SMs (one thread block per SM), the product's jobs are shorter
-# up to $n = 5120$ (5 blocks of 64 rows, not 8), so that fewer of them hold an SM while they wait:
-# 0.5 to 5 percent off the update at $n = 2000$ to 5000. In float32 two thread blocks fit on an SM,
-# so a block of the solve shared its SM with another block, which slowed its steps; where the
-# solve's blocks are few (at most 0.6 of the SMs for $k \le 16$, 0.75 for $k \le 64$: $n$ up to
-# about 5000 and 6300 on an H100) the launch now asks for more than half an SM's shared memory, so
-# that every block has an SM to itself: 0.80 of the time for $k = 64$ at $n = 3000$ to 5000, 0.86 to
-# 0.90 for $k = 16$, 0.82 to 0.85 for $k = 256$ (slower from about $n = 7000$, where the product
-# needs the SMs). What bounds it at $n = 5000$ is the solve's chain: a step costs 2.3 to 8 us per 64
-# columns (seeing the flag, loading the previous block from L2, one small product and its own flag)
-# when the block is ready for it (for $k = 1$ now about 1.8 us, median), and the slowest tenth take
-# 5 to 40 us because the block is still busy with the earlier blocks' terms; 79 steps at $n = 5000$,
-# while the product $M R$ alone would take 0.11 to 0.28 ms. `benchmarks/profile_structured.py` times
-# each block's phases (its table is in `benchmarks/results/`): at $n = 5000$, $k = 1$ in float32 the
-# last block publishes its part of $P$ 146 us after the first block starts, its factor of $M$ at
-# 157, and the product ends at 199 (its last job starting at 165: with a block per SM the product
-# has fewer SMs); in float64 at 199, 210 and 245, the product behind the chain too (its last job
-# starts at 219). For $k = 64$ in float32 a step takes 4.6 us (6.0 with two blocks per SM), the last
-# $P$ comes at 412 us, the last block's factor of $M$ 93 us later and the product ends 62 us after
-# that. So at $n = 5000$ in float32 the chain alone takes about all of 4 times the floor or more
-# (its last $P$ at 146, 222 and 412 us from the first block's start, the stamps adding a few
-# percent, against 137, 199 and 398 us for the whole call at $k = 1$, 16 and 64): a faster factor of
-# $M$ or product cannot bring these cases within 4 times; a shorter chain (fewer or cheaper steps)
-# must. The checks, on the committed numbers:  %% ssert all(r["path"] == ("structured" if r["k"] <=
-# 64 else "structured, 4 passes")           for r in rows) ins = {(r["dtype"], r["n"], r["k"]) for r
-# in rows        if max(r["t_update_ms"], r["t_downdate_ms"]) < r["t_recompute_incl_ms"]} ssert
-# all((r["dtype"], r["n"], r["k"]) in wins for r in rows if r["k"] <= 64) ssert all(r["t_update_ms"]
-# < r["t_recompute_excl_ms"] for r in rows           if r["n"] >= 5000 and r["k"] <= 64) ssert {(dt,
-# n) for dt, n, k in wins if k == 256} >= {    (dt, n) for dt in ("float32", "float64") for n in
-# (1000, 2000, 5000, 10000, 20000)    if (dt, n) != ("float32", 1000)} ssert all(r["t_update_ms"] <
-# 1.5 * r["t_recompute_incl_ms"] for r in rows           if r["k"] == 256 and r["n"] == 1000)
-# # not far behind where it loses or dt in ("float32", "float64"):    for k in (1, 16, 64, 256):
-# case = {r["n"]: r for r in rows if r["dtype"] == dt and r["k"] == k}        ratio = {n:
-# c["t_update_ms"] / c["t_recompute_incl_ms"] for n, c in case.items()}        assert ratio[20000] <
-# ratio[1000] / 2          # the update gains as n grows nce_vs_panels = [r["t_update_per_panel_ms"]
-# / r["t_update_ms"] for r in rows                  if "t_update_per_panel_ms" in r] used_vs_arrays
-# = [r["t_update_arrayops_ms"] / r["t_update_ms"] for r in rows                   if
-# "t_update_arrayops_ms" in r] hain_vs_structured = [r["t_update_chain_ms"] / r["t_update_ms"] for r
-# in rows                       if r["k"] <= 64] hain_vs_passes = [r["t_update_chain_ms"] /
-# r["t_update_ms"] for r in rows                   if r["k"] == 256 and "t_update_chain_ms" in r]
-# ssert min(once_vs_panels) > 1.4 and min(fused_vs_arrays) > 1.4 ssert min(chain_vs_structured) >
-# 1.3 and min(chain_vs_passes) > 1.1 ssert all(r["t_update_chain_ms"] > r["t_update_ms"] for r in
-# rows           if r["k"] == 256 and r["n"] >= 2000) ssert min(r["update_over_floor"] for r in
-# rows) > 1            # a floor is a floor ssert all(r["update_over_floor"] < 4 for r in rows if
-# r["k"] <= 64 and (r["n"] >= 10000 or (    r["n"] >= 5000 and r["dtype"] == "float64" and r["k"] >
-# 1))) rint(f"on the {GPU.split(',')[0]}: the update beats refactorization in {len(wins)} of "
-# f"{len(rows)} cases: {sorted(wins)}") rint(f"structured / chain of reflectors (k <= 64):
-# {min(chain_vs_structured):.1f} to "      f"{max(chain_vs_structured):.1f} times faster")
-# rint(f"four structured passes / chain of reflectors (k = 256): "      f"{min(chain_vs_passes):.1f}
-# to {max(chain_vs_passes):.1f} times faster") rint(f"fused / one launch per panel:
-# {min(once_vs_panels):.1f} to "      f"{max(once_vs_panels):.1f} times faster") rint(f"fused /
-# array-operation panels: {min(fused_vs_arrays):.1f} to "      f"{max(fused_vs_arrays):.1f} times
-# faster") rint(f"update / floor: at least {min(r['update_over_floor'] for r in rows):.1f}")  %%
-# NBVAL_IGNORE_OUTPUT ig, axes = plt.subplots(1, 2, figsize=(8, 2.9), dpi=70, sharey=True) or ax, dt
-# in zip(axes, ("float32", "float64")):    sel = [r for r in rows if r["dtype"] == dt and r["k"] ==
-# 16]    ns = [r["n"] for r in sel]    for key, label, style in (("t_update_ms", "update", "-o"),
-# ("t_downdate_ms", "downdate", "-s"),                              ("t_recompute_incl_ms",
-# "cuSOLVER refactor (incl. A~)", "--^"),                              ("t_recompute_excl_ms",
-# "cuSOLVER refactor (excl.)", ":v"),                              ("floor_ms", "floor", "-.")):
-# ax.loglog(ns, [r[key] for r in sel], style, ms=3, label=label)
-# ax.set_title(f"{GPU.split(',')[0]}, {dt}, k = 16", fontsize=8)    n_axis(ax, ns)
-# xes[0].set_ylabel("ms", fontsize=8) xes[0].legend(fontsize=6) ig.tight_layout() lt.show()  %%
-# [markdown] ## Errors as in 004 Figs. 2-3
+# last two blocks' results as tagged words (the value and the news that it is there in one
+# store, so one round trip to L2 instead of two): in one process, before against after, that
+# took 6 to 10 percent off the update in float32 up to $n = 10000$ and 10 to 15 in float64. Then
+# the step itself went into registers and shuffles (no block barrier between the previous
+# block's result coming and this block's going), and the loop takes the six results before those
+# two as tagged words as well (their flags came several microseconds after the words): another
+# 25 to 36 percent off in float32 up to $n = 10000$ (12 at 20000) and 13 to 29 in float64 up to
+# $n = 5000$ (none beyond, where the later blocks wait for SMs). For $1 < k \le 16$ the same two
+# changes (the loop's sums in registers, each warp's part of its products on the tensor cores;
+# the step on the tensor cores, with each result handed on as words that are their own flag)
+# took 8 to 17 percent off in float32 and 12 to 33 in float64 at $n = 5000$ and 10000. For
+# $k = 1$ each block's factor of $M$ has a closed form (method C1 within the block: a prefix sum
+# of $x_i^2$ per row, no chain of 64 steps), which took 2 to 13 percent off the update. The
+# products run on the tensor cores: in float64 as DMMA, which took the update at $n = 20000$
+# from 4.8, 9.0 and 16 ms to 4.0, 5.5 and 8.5 ms for $k = 1$, 16 and 64, and then in tiles of
+# 16 x 8 rather than 8 x 8 (twice the rate on an H100) another 10 to 19 percent off at $k = 64$
+# and 256 and 12 to 13 at $k = 16$ ($n = 5000$ and 10000: a step of the $k = 64$ chain from 7.5
+# to 5.5 us), and writing $P_C$ straight from the product's registers 2 to 3 percent more at
+# $k = 64$ and 256; in float32 for
+# $k \ge 8$ in 3xTF32 (each value split into two TF32 parts, three products kept), which took 15
+# to 18 percent off the update at $n = 5000$ and 10000 for $k = 16$ and 64, with the same
+# errors, except the solve's $64 \times 64 \times 64$ products at $k = 64$, which run as DMMA in
+# float64 too (the float32 values converted as they are loaded): one block's product is done sooner
+# that way. For the step of the chain alone that took a step from 7.4 to 6.9 us, 2 to 3 percent of
+# the update; for the solve's other such products too (its loop, $G_C$, and the block's factor of
+# $M$) another 7 to 9 percent at $k = 64$ and 256. For $k > 32$ each block's two
+# triangular solves with the $k \times k$ factor of $S$ run as products with its inverse (row by row
+# they took 73 of the 170 us a block works after its step at $k = 64$); with the hand-off's flag
+# published by a release alone (no fence before it) that took 2 to 12 percent off the update at $k =
+# 64$. Into a new array the zeros below the diagonal (half of what is written) are written by the
+# solve's blocks while they wait for the chain, not by the product's: that took 2.5 to 6.5 percent
+# off the update at $n = 10000$ and 20000 for $k \le 16$. The product's jobs look at the flags of up
+# to 32 blocks of rows at once, and the solve's last block writes the outcome (a breakdown, a zero
+# on the diagonal, a value not finite) to pinned host memory, which the host reads as soon as it is
+# there: together 19 to 27 us less a call at $n = 1000$ and 2000 and 2 to 13 percent less at 5000
+# and 10000. For $k \le 16$ each block sums the $k \times k$ terms $P_J^T P_J$ of the blocks before
+# it with all its threads, many reads in flight, not one block's term after another: 1.3 to 5
+# percent off the update, and at $n = 5000$ a block's work after its step from 17 to 12 us (float32,
+# $k = 1$) and from 63 to 52 us (float64, $k = 16$). In float64, where the solve's blocks leave the
+# product few SMs (one thread block per SM), the product's jobs are shorter up to $n = 5120$ (5
+# blocks of 64 rows, not 8), so that fewer of them hold an SM while they wait: 0.5 to 5 percent off
+# the update at $n = 2000$ to 5000. In float32 two thread blocks fit on an SM, so a block of
+# the solve shared its SM with another block, which slowed its steps; where the solve's
+# blocks are few (at most 0.6 of the SMs for $k \le 16$, 0.75 for $k \le 64$: $n$ up to about
+# 5000 and 6300 on an H100) the launch now asks for more than half an SM's shared memory,
+# so that every block has an SM to itself: 0.80 of the time for $k = 64$ at $n = 3000$ to
+# 5000, 0.86 to 0.90 for $k = 16$, 0.82 to 0.85 for $k = 256$ (slower from about $n = 7000$,
+# where the product needs the SMs). What bounds it at $n = 5000$ is the solve's chain: a step costs
+# 2.3 to 8 us per 64 columns (seeing the flag, loading the previous block from L2, one small product
+# and its own flag) when the block is ready for it (for $k = 1$ now about 1.8 us, median), and the
+# slowest tenth take 5 to 40 us because the block is still busy with the earlier blocks' terms; 79
+# steps at $n = 5000$, while the product $M R$ alone would take 0.11 to 0.28 ms.
+# `benchmarks/profile_structured.py` times each block's phases (its table is in
+# `benchmarks/results/`): at $n = 5000$, $k = 1$ in float32 the last block publishes its part of $P$
+# 146 us after the first block starts, its factor of $M$ at 157, and the product ends at 199 (its
+# last job starting at 165: with a block per SM the product has fewer SMs); in float64 at 199, 210
+# and 245, the product behind the chain too (its last job starts at 219). For $k = 64$ in float32
+# a step takes 4.6 us (6.0 with two blocks per SM), the last $P$ comes at 412 us, the last block's
+# factor of $M$ 93 us later and the product ends 62 us after that. So at $n = 5000$ in
+# float32 the chain alone takes about all of 4 times the floor or more (its last $P$ at 146,
+# 222 and 412 us from the first block's start, the stamps adding a few percent, against 137,
+# 199 and 398 us for the whole call at $k = 1$, 16 and 64): a faster factor of $M$ or product
+# cannot bring these cases within 4 times; a shorter chain (fewer or cheaper steps) must.
+# The checks, on the committed numbers:
+
+# %%
+assert all(r["path"] == ("structured" if r["k"] <= 64 else "structured, 4 passes")
+           for r in rows)
+wins = {(r["dtype"], r["n"], r["k"]) for r in rows
+        if max(r["t_update_ms"], r["t_downdate_ms"]) < r["t_recompute_incl_ms"]}
+assert all((r["dtype"], r["n"], r["k"]) in wins for r in rows if r["k"] <= 64)
+assert all(r["t_update_ms"] < r["t_recompute_excl_ms"] for r in rows
+           if r["n"] >= 5000 and r["k"] <= 64)
+assert {(dt, n) for dt, n, k in wins if k == 256} >= {
+    (dt, n) for dt in ("float32", "float64") for n in (1000, 2000, 5000, 10000, 20000)
+    if (dt, n) != ("float32", 1000)}
+assert all(r["t_update_ms"] < 1.5 * r["t_recompute_incl_ms"] for r in rows
+           if r["k"] == 256 and r["n"] == 1000)       # not far behind where it loses
+for dt in ("float32", "float64"):
+    for k in (1, 16, 64, 256):
+        case = {r["n"]: r for r in rows if r["dtype"] == dt and r["k"] == k}
+        ratio = {n: c["t_update_ms"] / c["t_recompute_incl_ms"] for n, c in case.items()}
+        assert ratio[20000] < ratio[1000] / 2          # the update gains as n grows
+once_vs_panels = [r["t_update_per_panel_ms"] / r["t_update_ms"] for r in rows
+                  if "t_update_per_panel_ms" in r]
+fused_vs_arrays = [r["t_update_arrayops_ms"] / r["t_update_ms"] for r in rows
+                   if "t_update_arrayops_ms" in r]
+chain_vs_structured = [r["t_update_chain_ms"] / r["t_update_ms"] for r in rows
+                       if r["k"] <= 64]
+chain_vs_passes = [r["t_update_chain_ms"] / r["t_update_ms"] for r in rows
+                   if r["k"] == 256 and "t_update_chain_ms" in r]
+assert min(once_vs_panels) > 1.4 and min(fused_vs_arrays) > 1.4
+assert min(chain_vs_structured) > 1.3 and min(chain_vs_passes) > 1.1
+assert all(r["t_update_chain_ms"] > r["t_update_ms"] for r in rows
+           if r["k"] == 256 and r["n"] >= 2000)
+assert min(r["update_over_floor"] for r in rows) > 1            # a floor is a floor
+assert all(r["update_over_floor"] < 4 for r in rows if r["k"] <= 64 and (r["n"] >= 10000 or (
+    r["n"] >= 5000 and r["dtype"] == "float64")))
+print(f"on the {GPU.split(',')[0]}: the update beats refactorization in {len(wins)} of "
+      f"{len(rows)} cases: {sorted(wins)}")
+print(f"structured / chain of reflectors (k <= 64): {min(chain_vs_structured):.1f} to "
+      f"{max(chain_vs_structured):.1f} times faster")
+print(f"four structured passes / chain of reflectors (k = 256): "
+      f"{min(chain_vs_passes):.1f} to {max(chain_vs_passes):.1f} times faster")
+print(f"fused / one launch per panel: {min(once_vs_panels):.1f} to "
+      f"{max(once_vs_panels):.1f} times faster")
+print(f"fused / array-operation panels: {min(fused_vs_arrays):.1f} to "
+      f"{max(fused_vs_arrays):.1f} times faster")
+print(f"update / floor: at least {min(r['update_over_floor'] for r in rows):.1f}")
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+fig, axes = plt.subplots(1, 2, figsize=(8, 2.9), dpi=70, sharey=True)
+for ax, dt in zip(axes, ("float32", "float64")):
+    sel = [r for r in rows if r["dtype"] == dt and r["k"] == 16]
+    ns = [r["n"] for r in sel]
+    for key, label, style in (("t_update_ms", "update", "-o"),
+                              ("t_downdate_ms", "downdate", "-s"),
+                              ("t_recompute_incl_ms", "cuSOLVER refactor (incl. A~)", "--^"),
+                              ("t_recompute_excl_ms", "cuSOLVER refactor (excl.)", ":v"),
+                              ("floor_ms", "floor", "-.")):
+        ax.loglog(ns, [r[key] for r in sel], style, ms=3, label=label)
+    ax.set_title(f"{GPU.split(',')[0]}, {dt}, k = 16", fontsize=8)
+    n_axis(ax, ns)
+axes[0].set_ylabel("ms", fontsize=8)
+axes[0].legend(fontsize=6)
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## Errors as in 004 Figs. 2-3
 #
 # 004's experiment: $B$ and $V$ with entries uniform on $[0, 1]$; for an update
 # $A = B^TB + I$, for a downdate $A = B^TB + I + VV^T$; $R$ from LAPACK's Cholesky of $A$
