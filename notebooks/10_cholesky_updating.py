@@ -56,6 +56,7 @@ import qrlab
 import qrlab.backend
 import qrlab.cholesky
 import qrlab.config
+import qrlab.executor
 from qrlab import LeastSquaresQR, cholesky_downdate, cholesky_update
 from qrlab.backend import to_numpy
 from qrlab.bench import Timer
@@ -798,6 +799,63 @@ for (dt, op, k), vals in err.items():
     assert all(u < 20 * max(r, 1) for u, r in vals), "much worse than refactorizing"
     print(f"{dt} {op:8} k = {k:<2}: max|A~ - R~^T R~| / max|A~| below 100 eps and below "
           f"20x refactorizing's, n = {', '.join(map(str, ERR_N))}: True")
+
+# %% [markdown]
+# ## When the structured method cancels: its growth test
+#
+# On a GPU the update runs the structured method of the benchmark section above,
+# $\tilde R = MR$; `method='structured'` runs the same algorithm as array operations, here
+# on NumPy.  Each block of 64 rows factors two small matrices: $S = LL^T$ ($k \times k$, the
+# sum of the Gram matrices of $P$'s rows before the block) and
+# $C = I \pm XX^T = U^TU$ ($64 \times 64$).  Where these factorizations cancel, so does
+# $MR$.  That happens where a diagonal entry of $R$ is small beside the rest of its row
+# ($P$ grows as its inverse), for an update and for a downdate back to such an $R$, but
+# also where $R$ is nearly singular with every pivot large, or $V$ is much larger than
+# $R$.  The **growth test** measures the cancellation itself, the largest $S_{qq} / L_{qq}^2$,
+# $C_{rr}$ and $1 / U_{rr}^2$ over the blocks, and sends an update whose growth exceeds
+# `qrlab.executor.Executor.growth_max` (100) to the blocked reflectors, which are backward
+# stable whatever $R$.  On the GPU the kernels read these values from their own shared
+# memory, so the test costs nothing measurable
+# (`benchmarks/results/growth-test-*.md`).  Below, one diagonal entry of $R$ is $10^{-4}$
+# of its row; the backward error $\|\tilde R^T\tilde R - \tilde A\| / \|\tilde A\|$
+# of the structured method with the test turned off, with it, and of the blocked method
+# (with no small pivot the test passes, and the result is the structured method's own):
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+def growth_demo(downdate, s=300, k=16, ratio=1e-4):
+    """Backward errors of the structured method without and with its growth test, and of
+    the blocked method, for R with one diagonal entry `ratio` times its row."""
+    rng = np.random.default_rng(5)
+    R = np.linalg.qr(rng.standard_normal((2 * s, s)), mode="r")
+    R[s // 2, s // 2] = ratio * np.abs(R[s // 2]).max()
+    V = rng.standard_normal((s, k))
+    if downdate:                           # back to that R from one with V's rows added
+        V *= 0.3
+        R = np.linalg.qr(np.vstack([R, V.T]), mode="r")
+    target = R.T @ R + (-1 if downdate else 1) * V @ V.T
+
+    def error(R1):
+        return np.linalg.norm(R1.T @ R1 - target) / np.linalg.norm(target)
+    Executor = qrlab.executor.Executor
+    saved, results = Executor.growth_max, {}
+    try:
+        for name, limit in (("no test", 0.0), ("growth test", saved)):
+            Executor.growth_max = limit
+            results[name] = cholesky_update(R, V, downdate=downdate, method="structured")
+    finally:
+        Executor.growth_max = saved
+    results["blocked"] = cholesky_update(R, V, downdate=downdate)
+    return {name: error(R1) for name, R1 in results.items()}
+
+
+for downdate in (False, True):
+    e = growth_demo(downdate)
+    print(f"{'downdate' if downdate else 'update':>8}: structured, no test {e['no test']:.1e},"
+          f" with the growth test {e['growth test']:.1e}, blocked {e['blocked']:.1e}")
+    assert e["no test"] > 30 * e["blocked"] and e["growth test"] == e["blocked"]
+    plain = growth_demo(downdate, ratio=1.0)     # no small pivot: the test passes
+    assert plain["growth test"] == plain["no test"] < 10 * np.finfo(float).eps
 
 # %% [markdown]
 # ## A downdate that cannot be done
