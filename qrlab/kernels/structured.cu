@@ -1432,14 +1432,14 @@ __device__ __forceinline__ void st_growth(T g, T gmax, int* sync)
     // row.  Where any exceeds gmax the host redoes the update by the chain of reflectors,
     // backward stable whatever R (an apply after the solve then writes nothing).  With
     // gmax = 100 the error of what the update returns stayed within 5.4 times the chain's
-    // in float32 and 3.1 in float64, in every family measured (H100,
-    // benchmarks/results/growth-test-*.md; 0.98 to 1.01 of the time without it).  It costs a
-    // few loads in each block's own work: the test it replaced, whether some |R[i][i]|
-    // was below 1e-2 of the largest entry of its row, read R once more (each block its
-    // rows, after its work: the update took 1.01 to 1.17 times as long), and missed
-    // updates that lose accuracy with every pivot of R large beside its row (an R with
-    // -0.1 above a unit diagonal: k = 4 and 16 off by 1e9 times the chain's error), a
-    // downdate towards such an R, and a V much larger than R (k = 64).
+    // in float32 and 3.1 in float64, in every family measured, at 0.98 to 1.01 of the
+    // time without the test (H100, benchmarks/results/growth-test-*.md): its values are in
+    // shared memory already.  The test it replaced (some |R[i][i]| below 1e-2 of the
+    // largest entry of its row?) read R once more, each block its rows after its work
+    // (the update took 1.01 to 1.17 times as long), and missed updates that cancel with
+    // every pivot of R large (R = I - 0.02 triu(1), n = 1000: 2e8 and 6e8 times the error
+    // of the chain in float64, k = 16 and 64), downdates back to an R with a small pivot,
+    // and a V much larger than R (k = 64: 120 times).
     if (gmax > T(0) && g > gmax) atomicOr(sync + 2, 4);
 }
 
