@@ -874,7 +874,7 @@ R, _, A = spd_problem(8, 1, np.random.default_rng(5))
 v = 1.5 * R[5, :]
 R_saved = R.copy()
 messages = {}
-for method in ("blocked", "rotations-A", "rotations-B"):
+for method in ("blocked", "structured", "rotations-A", "rotations-B"):
     try:
         cholesky_downdate(R, v, method=method)
     except np.linalg.LinAlgError as exc:
