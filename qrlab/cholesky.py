@@ -80,8 +80,9 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
         small n. Default ``'blocked'``.
     block_size : int, optional
         Panel width of the blocked method. Default ``min(n, 64)`` for NumPy arrays and
-        ``min(n, 256)`` for CuPy arrays (``DEFAULT_BLOCK_SIZE``, see Notes). Ignored by
-        the rotation methods. With CuPy arrays and ``block_size=None`` the blocked method
+        ``min(n, 256)`` for CuPy arrays (``DEFAULT_BLOCK_SIZE``, see Notes); for
+        ``method='structured'`` the rows per block (default 64). Ignored by the rotation
+        methods. With CuPy arrays and ``block_size=None`` the blocked method
         runs in fused kernels instead (the structured method, one or two launches per 64
         columns of V, or where that is slower one launch whatever k; see Notes); giving a
         `block_size` selects the array-operation panels.
