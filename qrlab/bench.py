@@ -3,8 +3,8 @@
 ``python -m qrlab.bench --suite paper --dtype float32 --out benchmarks/results``
 
 For every case of the papers' timing tables (000 Tables 2, 3, 5-11, mapped to ``m`` rows
-and ``n`` columns), with CUDA events, one warm-up run and the median of ``--reps`` runs
-on fresh random blocks, everything resident on the device:
+and ``n`` columns), with CUDA events, ``--warmup`` untimed runs (default one) and the
+median of ``--reps`` runs on fresh random blocks, everything resident on the device:
 
 * ``t_update``: the update of the factors the case needs (Q, R and ``d = Q^T b`` for
   adding columns and removing rows; R and ``d`` for removing columns and adding rows, as
@@ -143,14 +143,17 @@ def cost(op, m, n, p, k, itemsize):
 
 # ---------------------------------------------------------------------------------------
 class Timer:
-    """Median wall time of a device callable with CUDA events (or perf_counter on CPU)."""
+    """Median wall time of a device callable with CUDA events (or perf_counter on CPU),
+    after ``warmup`` untimed calls."""
 
-    def __init__(self, xp):
+    def __init__(self, xp, warmup=1):
         self.xp = xp
+        self.warmup = warmup
 
     def __call__(self, fn, prepare, reps):
         xp = self.xp
-        fn(*prepare())                        # warm-up: compilation, handles, caches
+        for _ in range(self.warmup):          # warm-up: compilation, handles, caches
+            fn(*prepare())
         times = []
         for _ in range(reps):
             args = prepare()
@@ -216,8 +219,9 @@ def measure_ceilings(xp, dtype):
     return 2 * size ** 3 / tg, 2 * src.nbytes / tc
 
 
-def run_case(xp, case, dtype, reps, method="blocked"):
-    """Time one case; returns the case dict with timings added."""
+def run_case(xp, case, dtype, reps, method="blocked", warmup=1):
+    """Time one case (``warmup`` untimed calls of each timed function first); returns the
+    case dict with timings added."""
     rng = np.random.default_rng(1)
     m, n, p, k, op = case["m"], case["n"], case["p"], case["k"], case["op"]
     dt = np.dtype(dtype)
@@ -236,7 +240,7 @@ def run_case(xp, case, dtype, reps, method="blocked"):
         # without Q, the triangle of [A, b] (n + 1 square): R, d's first n entries in its
         # last column and the residual norm in its corner, as LeastSquaresQR(q='none')
         Rd = xp.linalg.qr(xp.concatenate([A, b[:, None]], axis=1), mode="r")
-    timer = Timer(xp)
+    timer = Timer(xp, warmup)
 
     if op == "insert_cols":
         def update(U):
@@ -302,6 +306,8 @@ def main(argv=None):
     ap.add_argument("--suite", choices=["paper", "paper-full", "quick"], default="quick")
     ap.add_argument("--dtype", choices=["float32", "float64"], default="float32")
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=1,
+                    help="untimed calls before the timed ones (each timed function)")
     ap.add_argument("--tables", default="", help="comma-separated tables, e.g. T2,T6")
     ap.add_argument("--cpu", action="store_true", help="run on NumPy with small sizes")
     ap.add_argument("--out", default="benchmarks/results")
@@ -332,7 +338,7 @@ def main(argv=None):
           flush=True)
     results = []
     for case in cases:
-        r = run_case(xp, case, args.dtype, args.reps, args.method)
+        r = run_case(xp, case, args.dtype, args.reps, args.method, args.warmup)
         r["floor"] = max(r["flops"] / gemm, r["bytes"] / bw)
         r["over_floor"] = r["t_update"] / r["floor"]
         results.append(r)
@@ -346,7 +352,8 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{device}-{args.dtype}{'-' + args.tables.replace(',', '') if args.tables else ''}.json"
     path.write_text(json.dumps(dict(device=device, dtype=args.dtype, suite=args.suite,
-                                    method=args.method, reps=args.reps, gemm_flops=gemm,
+                                    method=args.method, reps=args.reps,
+                                    warmup=args.warmup, gemm_flops=gemm,
                                     copy_bytes_per_s=bw, command="python -m qrlab.bench "
                                     + " ".join(argv if argv is not None else
                                                __import__("sys").argv[1:]),

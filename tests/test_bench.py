@@ -19,6 +19,12 @@ def test_bench_cpu_writes_results_and_report(tmp_path):
     assert next(tmp_path.glob("*.png")).stat().st_size > 1000
 
 
+def test_timer_warms_up_then_times_each_repetition():
+    calls = []
+    median, runs = bench.Timer(np, warmup=3)(lambda x: calls.append(x), lambda: (1,), 4)
+    assert len(calls) == 7 and len(runs) == 4 and median >= 0
+
+
 def test_paper_cases_cover_every_table():
     tables = {c["table"] for c in bench.paper_cases(full=True)}
     assert tables == {"T2", "T3", "T5", "T6", "T7", "T8", "T9", "T10", "T11"}
