@@ -580,13 +580,16 @@ def _structured_arrays(R, V, s, nb, growth_max):
     for i0 in range(0, n, nb):
         PI, RI = P[i0:i0 + nb], Rp[i0:i0 + nb, i0:]
         Us = _upper_factor(xp, S)
-        X = None if Us is None else solve_triangular(Us, PI.T, check=False, trans=True).T
-        C = None if X is None else xp.eye(X.shape[0], dtype=R.dtype) + s * (X @ X.T)
-        U = None if C is None else _upper_factor(xp, C)
+        if Us is None:
+            return None, growth
+        X = solve_triangular(Us, PI.T, check=False, trans=True).T
+        C = xp.eye(X.shape[0], dtype=R.dtype) + s * (X @ X.T)
+        U = _upper_factor(xp, C)
         if U is None:
             return None, growth
-        growth = max(growth, float(xp.max(xp.diagonal(S) / xp.diagonal(Us) ** 2)),
-                     float(xp.max(xp.diagonal(C))), float(xp.max(xp.diagonal(U) ** -2.0)))
+        block = xp.concatenate([xp.diagonal(S) / xp.diagonal(Us) ** 2, xp.diagonal(C),
+                                xp.diagonal(U) ** -2.0])
+        growth = max(growth, float(block.max()))      # (one read of the device a block)
         if growth_max and growth > growth_max:
             return None, growth
         Wm = s * solve_triangular(Us, solve_triangular(U, X, False, trans=True).T, False).T
