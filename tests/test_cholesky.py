@@ -432,21 +432,19 @@ def structured_reports(R, W, sgn, monkeypatch, **kwargs):
     return reports.pop()
 
 
-def assert_chain_takes_it(R, V, downdate, overwrite, monkeypatch):
-    """cholesky_update on the GPU goes to the chain of reflectors (in place, R is the
-    result), and its result has the NumPy path's accuracy."""
+def assert_chain_takes_it(R, V, downdate, overwrite, chain_calls):
+    """cholesky_update on the GPU goes to the chain of reflectors (``chain_calls``: the
+    fixture's list; in place, R is the result), and its result has the NumPy path's
+    accuracy."""
     import cupy as cp
 
     from qrlab.gpu import GpuExecutor
     n, k = V.shape
-    chains = []
-    chain = GpuExecutor.triangle_update
-    monkeypatch.setattr(GpuExecutor, "triangle_update",
-                        lambda self, *a, **kw: chains.append(1) or chain(self, *a, **kw))
     assert GpuExecutor().structured_passes(R.dtype, n, k)
+    chain_calls.clear()                         # (only this call's)
     R_d = cp.asarray(R)
     R1_d = cholesky_update(R_d, cp.asarray(V), downdate=downdate, overwrite=overwrite)
-    assert chains and (R1_d is R_d) == overwrite
+    assert chain_calls and (R1_d is R_d) == overwrite
     R64, V64 = R.astype(np.float64), V.astype(np.float64)
     A64 = R64.T @ R64
     check_factor(cp.asnumpy(R1_d), A64, V, A64 - V64 @ V64.T if downdate else
@@ -648,7 +646,7 @@ class TestCuPy:
     @pytest.mark.parametrize("n, k, at", [(700, 1, 0), (700, 16, 350), (2100, 64, 2098),
                                           (2100, 1, 1000), (700, 150, 640)])
     def test_structured_small_pivot_goes_to_the_chain(self, n, k, at, dtype, overwrite,
-                                                      monkeypatch):
+                                                      monkeypatch, chain_calls):
         """A diagonal entry of R far below the rest of its row (its column nearly in the
         span of those before it) makes the structured update cancel (error about
         eps / ratio^2); its kernels' growth test reports it, and cholesky_update then
@@ -667,13 +665,14 @@ class TestCuPy:
         assert structured_reports(R, W, 1, monkeypatch) == (-1, -1, 0, True)
         # (the test alone says it: with none the kernels take R)
         assert structured_reports(R, W, 1, monkeypatch, growth_max=0) == (-1, -1, 0, False)
-        assert_chain_takes_it(R, V, False, overwrite, monkeypatch)
+        assert_chain_takes_it(R, V, False, overwrite, chain_calls)
 
     @pytest.mark.parametrize("case, k, dtype", [
         ("every pivot large", 4, np.float32), ("every pivot large", 16, np.float64),
         ("V far larger than R", 64, np.float32), ("V far larger than R", 64, np.float64),
         ("downdate near singular", 16, np.float64)])
-    def test_structured_growth_test_sees_more_than_pivots(self, case, k, dtype, monkeypatch):
+    def test_structured_growth_test_sees_more_than_pivots(self, case, k, dtype, monkeypatch,
+                                                          chain_calls):
         """Updates that cancel with no diagonal entry of R small beside its row, which a
         test of R's pivots passes: R = I - 0.02 triu(1) (nearly singular: P grows as
         1.02^i), a V a thousand times R's scale, and a downdate to an A - V V^T with
@@ -701,7 +700,7 @@ class TestCuPy:
         W = cp.asarray(V).T
         assert structured_reports(R, W, sgn, monkeypatch) == (-1, -1, 0, True)
         assert structured_reports(R, W, sgn, monkeypatch, growth_max=0) == (-1, -1, 0, False)
-        assert_chain_takes_it(R, V, downdate, False, monkeypatch)
+        assert_chain_takes_it(R, V, downdate, False, chain_calls)
 
     @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
     @pytest.mark.parametrize("n, k", [(65, 1), (3000, 1), (700, 16), (1100, 64), (4100, 3)])
