@@ -33,7 +33,8 @@ import numpy as np
 from . import backend, bench, updates
 
 __all__ = ["RESULTS", "UPDATES", "load_results", "results_table", "order", "signed_like",
-           "qr_flops", "new_shape", "flop_sweep", "check_update", "check_on_gpu",
+           "qr_flops", "new_shape", "flop_sweep", "check_update", "check_on_numpy",
+           "check_on_gpu",
            "timing_sweep", "speedup_plot"]
 
 #: Where ``python -m qrlab.bench`` results are committed: ``benchmarks/results/`` of the
@@ -384,6 +385,49 @@ def check_update(op: str, m: int, n: int, p: int, k: int, xp=None, seed: int = 0
         errors["||R~(Q=None) - R~|| / ||A~||"] = (
             np.linalg.norm(signed_like(backend.to_numpy(R1_only), R1) - R1) / scale)
     return {key: float(value) for key, value in errors.items()}
+
+
+def check_on_numpy(op: str, shapes, seed: int = 0) -> dict:
+    """:func:`check_update` on NumPy for each shape, each error asserted below a bound.
+
+    The bound is ``1e-14``, or ``1e-13`` for the orthogonality of ``Q~`` when ``m > 20``
+    (it grows with ``m``).  Prints each shape and the bound of each error, not the error
+    itself: its last digits change from one BLAS to another, the bound does not.
+
+    Parameters
+    ----------
+    op : {'insert_cols', 'delete_cols', 'insert_rows', 'delete_rows'}
+    shapes : iterable of (m, n, p, k)
+    seed : int
+
+    Returns
+    -------
+    dict
+        ``(m, n, p, k)`` to :func:`check_update`'s errors.
+
+    Raises
+    ------
+    AssertionError
+        An error at or above its bound.
+
+    Examples
+    --------
+    >>> errors = check_on_numpy("delete_rows", [(12, 5, 4, 4)], seed=7)
+    m, n, p, k = (12, 5, 4, 4)
+      ||Q~R~ - A~|| / ||A~||                 < 1e-14
+      ||Q~^T Q~ - I||                        < 1e-14
+      ||R~ - R(scipy qr)|| / ||A~||          < 1e-14
+      ||R~ - R(scipy qr_delete)|| / ||A~||   < 1e-14
+    """
+    checked = {}
+    for shape in shapes:
+        errors = checked[tuple(shape)] = check_update(op, *shape, xp=np, seed=seed)
+        print("m, n, p, k =", tuple(shape))
+        for name, value in errors.items():
+            limit = 1e-13 if "Q~^T" in name and shape[0] > 20 else 1e-14
+            assert value < limit, (name, value)
+            print(f"  {name:38s} < {limit:.0e}")
+    return checked
 
 
 def check_on_gpu(op: str, shapes, seed: int = 0) -> dict:

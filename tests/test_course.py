@@ -209,6 +209,29 @@ def test_check_update_wants_exact_zeros(monkeypatch):
         course.check_update("insert_cols", 10, 5, 3, 2)
 
 
+def test_check_on_numpy_asserts_each_bound(monkeypatch, capsys):
+    """The errors come back per shape and only their bounds are printed; an error at its
+    bound fails (1e-13 for Q~'s orthogonality past 20 rows, 1e-14 otherwise)."""
+    shapes = [(10, 8, 3, 2), (40, 20, 5, 3)]
+    checked = course.check_on_numpy("delete_cols", shapes, seed=5)
+    assert list(checked) == shapes
+    assert checked[shapes[0]] == course.check_update("delete_cols", *shapes[0], seed=5)
+    out = capsys.readouterr().out
+    assert "< 1e-13" in out and "e-15" not in out and "e-16" not in out
+    real = course.check_update
+
+    def off(name, value):
+        return lambda *a, **kw: dict(real(*a, **kw), **{name: value})
+
+    monkeypatch.setattr(course, "check_update", off("||Q~^T Q~ - I||", 5e-14))
+    course.check_on_numpy("delete_cols", shapes[1:], seed=5)         # m > 20: 1e-13
+    with pytest.raises(AssertionError, match="Q~"):
+        course.check_on_numpy("delete_cols", shapes[:1], seed=5)     # m <= 20: 1e-14
+    monkeypatch.setattr(course, "check_update", off("||Q~R~ - A~|| / ||A~||", 1e-14))
+    with pytest.raises(AssertionError):
+        course.check_on_numpy("delete_cols", shapes[1:], seed=5)
+
+
 def test_check_update_rejects_unknown_op():
     with pytest.raises(ValueError, match="op must be one of"):
         course.check_update("rank_update", 10, 5, 3, 2)
