@@ -396,9 +396,8 @@ def check_on_numpy(op: str, shapes, seed: int = 0) -> dict:
 
     Parameters
     ----------
-    op : {'insert_cols', 'delete_cols', 'insert_rows', 'delete_rows'}
-    shapes : iterable of (m, n, p, k)
-    seed : int
+    op, shapes, seed
+        As in :func:`check_on_gpu`.
 
     Returns
     -------
