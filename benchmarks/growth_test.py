@@ -85,12 +85,12 @@ def accuracy(dtypes, n, ks, only=None):
                 rep = []
                 for gmax in (0, 10, 100, 1000):
                     out = cp.empty((n, n), dtype)
-                    fail, zero, bits, small = GpuExecutor().structured_update(
+                    fail, zero, bits, grew = GpuExecutor().structured_update(
                         R_d, W, sgn, out, growth_max=gmax)
                     if gmax == 0:
                         forced = out if fail < 0 and zero < 0 and not bits else None
                     else:
-                        rep.append("x" if small else ".")
+                        rep.append("x" if grew else ".")
                 saved = GpuExecutor.structured_k_max
                 GpuExecutor.structured_k_max = 0
                 try:

@@ -539,13 +539,13 @@ def _structured(executor, R, V, s, overwrite, check_finite):
     out = R if in_place else xp.empty(R.shape, R.dtype)
     # a pass after one that failed has run on its result (into new arrays, so R is as it
     # was), and the reports are read in order
-    for j, zero, nonfinite, small in executor.structured_update_passes(
+    for j, zero, nonfinite, grew in executor.structured_update_passes(
             source, V.T, s, out, check_finite=check_finite):
         if nonfinite and check_finite:
             raise _non_finite("R" if nonfinite & 1 else "V")
         if zero >= 0:
             raise _zero_diagonal(zero)
-        if small or (j >= 0 and npass > 1):
+        if grew or (j >= 0 and npass > 1):
             _scan(xp, R, V, check_finite)
             return _fused(executor, R, V, s, overwrite)
         if j >= 0:

@@ -417,7 +417,7 @@ def _structured_workspaces(plans, dt):
 
 def _structured_outcome(report, n):
     """Wait for the report of a structured launch (written by the last block of its
-    solve), and return ``(fail, zero, nonfinite, small)``: the first column whose pivot
+    solve), and return ``(fail, zero, nonfinite, grew)``: the first column whose pivot
     failed and the first zero on the diagonal (-1 if none), the bits of the values that
     are not finite (1: R, 2: W), and whether the growth test failed."""
     import cupy as cp
@@ -858,8 +858,8 @@ class GpuExecutor(Executor):
         # of those before it, fails the update's growth test: the chain of reflectors,
         # backward stable whatever S, takes such a triangle)
         out = cp.empty((s, s), dtype=S.dtype)
-        if any(fail >= 0 or zero >= 0 or nonfinite or small
-               for fail, zero, nonfinite, small in self.structured_update_passes(S, B, 1, out)):
+        if any(fail >= 0 or zero >= 0 or nonfinite or grew
+               for fail, zero, nonfinite, grew in self.structured_update_passes(S, B, 1, out)):
             return False
         dest[...] = out
         zero.fill(0)
@@ -1167,7 +1167,7 @@ class GpuExecutor(Executor):
         once all are queued.  The passes write ``out`` (a new n x n array with contiguous
         rows, or with one pass ``R`` itself) and ``spare`` (another, made here where it
         is needed and not given) in turn, the last one ``out``.  Returns each pass's
-        ``(fail, zero, nonfinite, small)`` as :meth:`structured_update` does; a pass
+        ``(fail, zero, nonfinite, grew)`` as :meth:`structured_update` does; a pass
         after one that reports has run on that one's result, and what it says means
         nothing.  Every pass makes the growth test of its own update.
 
@@ -1261,7 +1261,7 @@ class GpuExecutor(Executor):
         than R), where the chain of reflectors (:meth:`triangle_update`) stays backward
         stable.  Each block of the solve tests its own factorizations, at no extra pass.
 
-        Returns ``(fail, zero, nonfinite, small)``: the first column whose pivot failed,
+        Returns ``(fail, zero, nonfinite, grew)``: the first column whose pivot failed,
         the first zero on the diagonal (each -1 if none), whether a value of ``triu(R)``
         (bit 1) or ``W`` (bit 2) is not finite, and whether the growth test failed.  When
         any is set (``nonfinite`` only with ``check_finite``) ``R`` is not written; a new
