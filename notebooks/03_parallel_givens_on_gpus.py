@@ -115,11 +115,13 @@ assert len(op.waves()) == m + p - 2
 # * **the papers' scheme**: two launches per wave (`makeGivens`, `applyGivens`): $2W$;
 # * **qrlab's fused scheme**: one launch computes all rotations on the driver lines (one thread
 #   block per strip of 32 lines, all at once, each a few waves behind the one before; one launch per
-#   256 sweeps), and one more applies them to $R$ and $Q$: its thread blocks take the waves in
+#   256 sweeps, or, where the rotations bound the update, passes of 32 sweeps pipelined in a single
+#   launch, since a block holding fewer sweeps makes shorter waves), and one more applies them to
+#   $R$ and $Q$: its thread blocks take the waves in
 #   groups of $w_b$ (`qrlab.gpu.apply_waves`, 256 unless shared memory asks for fewer) and tiles of
 #   32 rows of $Q$ or 32 columns of $R$, each tile taking a group as soon as the group's waves are
-#   out, beside the rotation kernel on the SMs it leaves free.  So $\lceil p / 256 \rceil + 1$
-#   kernels compute, whatever $m$.  (A small kernel waits until the rotation kernel has started,
+#   out, beside the rotation kernel on the SMs it leaves free.  So at most
+#   $\lceil p / 256 \rceil + 1$ kernels compute, whatever $m$.  (A small kernel waits until the rotation kernel has started,
 #   and a fixed handful of small set-ups comes on top.)  The reference executor instead multiplies
 #   each group of $\max(32, 2p)$ waves into an orthogonal matrix $G_g$ and applies it by two
 #   matrix products, $R \leftarrow G_g R$ and $Q \leftarrow Q G_g^T$: the fewest flops of that

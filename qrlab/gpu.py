@@ -35,7 +35,10 @@ whatever ``m``:
    lines): every rotation of the pipelined sweeps.  Line ``j`` is rotated only by sweeps
    ``s <= j``, so block ``b`` computes the sweeps of its own lines and applies those of the
    lines before it, which the blocks before it publish as they go: all blocks run at
-   once, each a few waves behind the one before, with one block barrier per wave;
+   once, each a few waves behind the one before, with one block barrier per wave.  Where
+   the rotations bound the update, the sweeps go in passes of 32 that run pipelined in the
+   same launch (a block per strip and pass), since a block holding fewer sweeps makes
+   shorter waves;
 2. ``apply_sweeps`` (``qrlab/kernels/sweeps.cu``, persistent thread blocks): the
    rotations of each group of :func:`apply_waves` waves applied straight to tiles of 32
    rows of Q or 32 columns of R in shared memory, sweep by sweep, each thread carrying
@@ -510,6 +513,42 @@ def _strip_sweeps_per_warp(sweeps):
     return 2 if sweeps <= 64 else 4 if sweeps <= 128 else 8
 
 
+def _pipeline_pays(vectors, p, size):
+    """Whether passes of 32 sweeps run pipelined (:func:`_strip_passes`) should make a
+    sweep faster: where the rotation kernel bounds it, that is where the apply kernel's
+    work spread over the SMs takes less than 3/4 of one launch's time a wave.  Pipelined,
+    a wave takes less time but more SMs, which the apply kernel and the products beside
+    it then lack.  On an H100 a wave of one launch of ``s`` sweeps took about
+    0.35 + 0.0047 s us in float32 and 0.52 + 0.0058 s in float64, and the apply kernel
+    43 and 75 ps of an SM per vector (a row of Q or a column of R), sweep and wave.  With
+    that rule, against passes one after the other (every cell of 000 Tables 2, 3, 10 and
+    11, median of 7 interleaved in one process): 0.67 to 0.94 of the time for adding 200
+    columns to 4000 x 3000 (k <= 2000), 8000 x 3000 (k = 0) and 8000 x 6000 (k <= 4500),
+    removing 100 rows of 8000 x 6000, 60 rows of 12000 x 8000 or 10000 and 80 of
+    12000 x 8000 (float32; in float64 0.71 to 0.87 adding 200 columns to 4000 x 3000,
+    k <= 2000, and removing 100 rows of 8000 x 6000); where else it pipelines, 0.96 to
+    1.023.  Pipelining every sweep of 100 or 200 instead made the
+    update 1 to 3 percent slower with 12000 or 16000 rows of Q, which this rule leaves
+    alone."""
+    wave_us = (0.35 + 0.0047 * min(p, 256)) if size == 4 else (0.52 + 0.0058 * min(p, 256))
+    apply_us = vectors * p * (43e-6 if size == 4 else 75e-6) / _sm_count()
+    return apply_us < 0.75 * wave_us
+
+
+def _strip_passes(p, per_launch, per_pass, max_blocks):
+    """Sweeps per pass of the rotation kernel, and whether its passes run pipelined in one
+    launch.  A pass of fewer sweeps makes shorter waves (its block's warps hold fewer), so
+    the passes of ``per_pass`` sweeps run at once, each a chunk of waves behind the pass
+    before over the same strip, as long as their blocks (one per strip and pass) number at
+    most ``max_blocks``; else passes of ``per_launch`` one after the other."""
+    if per_pass and p > per_pass and per_pass % 32 == 0:
+        strips = -(-p // 32)
+        blocks = sum(strips - s // 32 for s in range(0, p, per_pass))
+        if blocks <= max_blocks:
+            return per_pass, True
+    return min(p, per_launch), False
+
+
 def sweep_waves(op: Sweeps):
     """``B`` and every sweep's first and last wave (arrays; first > last for a sweep
     without rotations).  Rotation ``i = B - t + 2 s`` of sweep ``s`` runs at wave ``t``
@@ -605,6 +644,29 @@ def _sweep_schedule(op: Sweeps, nbw, device):
             (ints[:p], ints[p:2 * p], ints[2 * p:-ng], ints[-ng:]))
 
 
+@functools.lru_cache(maxsize=64)
+def _strip_table(op: Sweeps, per_launch, device):
+    """The passes of ``op``'s rotation kernel with ``per_launch`` sweeps each (those where
+    a sweep rotates), made once: on the host a tuple of (first sweep, end sweep, first
+    wave, end wave, where its strips' counts of waves done start, its strips) per pass,
+    and the same as a device int32 array (``STRIP_PASS`` ints a pass, kernels/strips.cu)."""
+    import cupy as cp
+    del device                                   # (part of the cache key)
+    _, t_first, t_last = sweep_waves(op)
+    p, passes, strips = len(op.tops), [], 0
+    for s_lo in range(0, p, per_launch):
+        s_hi = min(p, s_lo + per_launch)
+        busy = t_first[s_lo:s_hi] <= t_last[s_lo:s_hi]
+        if busy.any():
+            nstrips = -(-(p - s_lo) // 32)
+            passes.append((s_lo, s_hi, int(t_first[s_lo:s_hi][busy].min()),
+                           int(t_last[s_lo:s_hi][busy].max()) + 1, strips, nstrips))
+            strips += nstrips
+    table = cp.asarray(np.array(passes, dtype=np.int32).reshape(-1))
+    cp.cuda.get_current_stream().synchronize()   # (once) before any other stream reads it
+    return tuple(passes), table
+
+
 def wave_rows(op: Sweeps):
     """The schedule of ``op`` wave by wave: :func:`wave_groups` with groups of one."""
     return wave_groups(op, 1)
@@ -678,6 +740,14 @@ class GpuExecutor(Executor):
     triangle_chunk = None
     #: sweeps per launch of the rotation kernel (at most 256, what its registers hold)
     sweeps_per_launch = 256
+    #: sweeps per pass of the rotation kernel when its passes run pipelined in one launch
+    #: (a multiple of 32; None: never), as long as their blocks number at most
+    #: :attr:`pipeline_blocks` (None: the SMs)
+    sweeps_per_pass = 32
+    pipeline_blocks = None
+    #: pipeline the passes wherever they fit, not only where that should pay
+    #: (:func:`_pipeline_pays`)
+    pipeline_always = False
     #: sweeps per warp of the rotation kernel (2, 4 or 8); None: the fewest that hold a
     #: launch's sweeps (:func:`_strip_sweeps_per_warp`)
     strip_sweeps_per_warp = None
@@ -1415,38 +1485,51 @@ class GpuExecutor(Executor):
         ntiles = -(-nq // 32) + (-(-(a1 - a0) // 32) if a1 > a0 else 0)
         sync = cp.zeros(1 + ntiles, dtype=cp.int32)   # ticket, then per tile its groups
 
-        # 1. all rotations, computed on the driver lines: one block per strip of 32 lines,
-        # 256 sweeps per launch (the later ones see the earlier only through D)
+        # 1. all rotations, computed on the driver lines: one block per strip of 32 lines
+        # and pass of sweeps (a later pass sees the earlier only through D), the passes
+        # pipelined in one launch where that pays, else up to 256 sweeps per launch
         if op.driver == "Q" and self._deferred_stales_driver:
             self.flush()                       # the driver rows of Q must be current
         D = self.take_driver(op, Q, R)
         C = cp.empty((nwaves, p), dtype=dt)
         S = cp.empty((nwaves, p), dtype=dt)
-        per_launch = min(p, self.sweeps_per_launch)
+        per_pass = self.sweeps_per_pass
+        if per_pass and not (self.pipeline_always or
+                             _pipeline_pays(nq + max(a1 - a0, 0), p, dt.itemsize)):
+            per_pass = None
+        per_launch, pipelined = _strip_passes(p, self.sweeps_per_launch, per_pass,
+                                              self.pipeline_blocks or _sm_count())
         q = self.strip_sweeps_per_warp or _strip_sweeps_per_warp(per_launch)
         if not (q in (2, 4, 8) and per_launch <= 32 * q):
             raise ValueError(f"the rotation kernel holds at most {32 * q} sweeps with "
                              f"{q} per warp (q = 2, 4 or 8), not {per_launch}")
         fn = cooperative_kernels().get_function(f"sweep_strips_{suffix}_q{q}")
         fn.max_dynamic_shared_size_bytes = _strip_smem(dt.itemsize, q)
-        passes = []                            # (s_lo, s_hi, t_begin, t_end, progress)
-        for s_lo in range(0, p, per_launch):
-            s_hi = min(p, s_lo + per_launch)
-            busy = t_first[s_lo:s_hi] <= t_last[s_lo:s_hi]
-            if busy.any():
-                passes.append((s_lo, s_hi, int(t_first[s_lo:s_hi][busy].min()),
-                               int(t_last[s_lo:s_hi][busy].max()) + 1,
-                               cp.zeros(-(-(p - s_lo) // 32), dtype=cp.int32)))
+        passes, table = keep_alive(_strip_table(op, per_launch, cp.cuda.Device().id))
+        strips = sum(pass_[5] for pass_ in passes)
+        progress = cp.zeros(strips, dtype=cp.int32)
         ready = cp.cuda.get_current_stream().record()   # all that comes before
-        per = _sm_count()                      # one block per SM; more strips: more launches
-        launches = 0
-        for s_lo, s_hi, t_begin, t_end, progress in passes:
-            for first in range(0, len(progress), per):
-                fn((min(per, len(progress) - first),), (1024,),
-                   (D, np.int32(p), tops, bottoms, np.int32(B), np.int32(s_lo), np.int32(s_hi),
-                    np.int32(t_begin), np.int32(t_end), C, S, progress, np.int32(first)),
-                   shared_mem=_strip_smem(dt.itemsize, q))
-                launches += 1
+        args = (D, np.int32(p), tops, bottoms, np.int32(B))
+        smem = _strip_smem(dt.itemsize, q)
+        # a warp per q sweeps, no more: at 1024 threads (64 registers each) a block took
+        # every register of its SM, so that no block of the apply kernel or of a product
+        # could run beside it.  (Not timed alone: from the paper runs before it to those
+        # after, the cells of Tables 2 and 3 with 12000 or 16000 rows that do not pipeline
+        # took 0.98 to 1.01 of their time, both dtypes.)
+        threads = 32 * -(-per_launch // q)
+        if pipelined:                          # every pass at once, each behind the one before
+            fn((strips,), (threads,), args + (table, np.int32(len(passes)), C, S, progress,
+                                              np.int32(0)), shared_mem=smem)
+            launches = 1
+        else:                                  # one pass after the other
+            per = _sm_count()                  # one block per SM; more strips: more launches
+            launches = 0
+            for r, pass_ in enumerate(passes):
+                for first in range(0, pass_[5], per):
+                    fn((min(per, pass_[5] - first),), (threads,),
+                       args + (table[6 * r:], np.int32(1), C, S, progress, np.int32(first)),
+                       shared_mem=smem)
+                    launches += 1
         self.put_driver(op, Q, R, D)
 
         # 2. the rotations applied to the rows of Q and the columns of R, group of waves
@@ -1489,7 +1572,8 @@ class GpuExecutor(Executor):
         if launches == 1 and self.overlap_groups:
             side = _side_stream()
             side.wait_event(ready)
-            last = passes[0][4][-1:]           # the last strip's count of waves done
+            last = progress[-1:]               # the last strip's count of waves done (of
+                                               # the last pass, which follows all others)
             with side:
                 self.flush()
                 # the rotation kernel resident before the blocks that wait on it

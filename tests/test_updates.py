@@ -560,6 +560,37 @@ def test_wave_groups_match_the_schedule(plan):
             np.testing.assert_array_equal(hi, want_hi)
 
 
+def test_strip_passes():
+    """The rotation kernel's passes: pipelined passes of 32 (or 64) sweeps where one block
+    per pass and strip of 32 lines fits, else passes of up to 256 one after the other."""
+    from qrlab.gpu import _strip_passes
+    assert _strip_passes(20, 256, 32, 132) == (20, False)        # one pass
+    assert _strip_passes(32, 256, 32, 132) == (32, False)
+    assert _strip_passes(100, 256, 32, 132) == (32, True)        # 4 + 3 + 2 + 1 blocks
+    assert _strip_passes(100, 256, 32, 9) == (100, False)
+    assert _strip_passes(100, 256, 32, 10) == (32, True)
+    assert _strip_passes(480, 256, 32, 132) == (32, True)        # 15 strips: 120 blocks
+    assert _strip_passes(500, 256, 32, 132) == (256, False)      # 16 strips: 136
+    assert _strip_passes(500, 256, 64, 132) == (64, True)        # 16 + 14 + ... + 2: 72
+    assert _strip_passes(100, 256, None, 132) == (100, False)
+    assert _strip_passes(100, 40, None, 132) == (40, False)
+    assert _strip_passes(100, 256, 48, 132) == (100, False)      # not a multiple of 32
+
+
+def test_pipeline_pays(monkeypatch):
+    """Pipelined passes where the rotation kernel bounds a sweep (little apply work per
+    wave for the SMs), not where the apply kernel does."""
+    from qrlab import gpu
+    monkeypatch.setattr(gpu, "_sm_count", lambda: 132)
+    assert gpu._pipeline_pays(7200, 200, 4)             # 200 columns into 4000 x 3000
+    assert not gpu._pipeline_pays(18200, 200, 4)        # ... into 12000 x 6000
+    assert gpu._pipeline_pays(14000, 100, 4)            # 100 rows out of 8000 x 6000
+    assert not gpu._pipeline_pays(22000, 100, 4)        # ... out of 16000 x 6000
+    assert gpu._pipeline_pays(7200, 200, 8) and not gpu._pipeline_pays(14200, 200, 8)
+    monkeypatch.setattr(gpu, "_sm_count", lambda: 66)    # half the SMs: twice the work each
+    assert not gpu._pipeline_pays(14000, 100, 4)
+
+
 # ----------------------------------------------------------------------------------
 # CuPy: the same updates on the GPU agree with NumPy (skipped without a GPU)
 # ----------------------------------------------------------------------------------
@@ -1029,12 +1060,14 @@ def test_gemm_on_views(dtype):
                                         (600, 400, 200, 7), (260, 250, 200, 250),
                                         (700, 400, 200, 380), (900, 800, 600, 5)])
 def test_cupy_sweep_strips(m, n, p, k, dtype, monkeypatch):
-    """Adding columns: the rotation kernel (strips of 32 lines, 256 sweeps per launch:
+    """Adding columns: the rotation kernel (strips of 32 lines; passes of 32 sweeps run
+    pipelined in one launch where their blocks fit the SMs, else 256 sweeps per launch:
     p = 600 takes three; 2, 4 or 8 sweeps per warp, the fewest that hold them) against
-    itself with 40 sweeps per launch, with two blocks per launch (a chain of launches),
-    with its groups of rotations run after it instead of beside it and with 8 sweeps per
-    warp, NumPy and recomputation; and, for k = 380, the Householder route of
-    p >= 4 (n - k)."""
+    itself with its groups of rotations run after it instead of beside it, with passes of
+    32 sweeps one launch after the other (the same bits as pipelined), with 40 sweeps per
+    launch, with two blocks per launch (a chain of launches), with 8 sweeps per warp, with
+    pipelined passes of 64 and with all sweeps in one pass, NumPy and recomputation; and,
+    for k = 380, the Householder route of p >= 4 (n - k)."""
     import cupy as cp
 
     from qrlab import gpu
@@ -1046,22 +1079,27 @@ def test_cupy_sweep_strips(m, n, p, k, dtype, monkeypatch):
     A1 = np.insert(A, [k] * p, U, axis=1)
     results = []
     sm_count = gpu._sm_count
-    for per_launch, sms, overlap, q in ((256, None, True, None), (256, None, False, None),
-                                        (40, None, True, None), (256, 2, True, None),
-                                        (256, None, True, 8)):
+    for per_launch, per_pass, sms, overlap, q in (
+            (256, 32, None, True, None), (256, 32, None, False, None),
+            (32, None, None, True, None), (40, None, None, True, None),
+            (256, 32, 2, True, None), (256, 32, None, True, 8), (256, 64, None, True, None),
+            (256, None, None, True, None)):
         monkeypatch.setattr(GpuExecutor, "sweeps_per_launch", per_launch)
+        monkeypatch.setattr(GpuExecutor, "sweeps_per_pass", per_pass)
+        monkeypatch.setattr(GpuExecutor, "pipeline_always", True)
         monkeypatch.setattr(GpuExecutor, "overlap_groups", overlap)
         monkeypatch.setattr(GpuExecutor, "strip_sweeps_per_warp", q)
         monkeypatch.setattr(gpu, "_sm_count", (lambda s=sms: s) if sms else sm_count)
         Qg, Rg = qr_insert(cp.asarray(Q), cp.asarray(R), cp.asarray(U), k, "col")
         check_factors(Qg.get(), Rg.get(), A1, "full")
         results.append(Rg.get())
-    # the groups beside the rotation kernel or after it: the same operations, the same bits
+    # the groups beside the rotation kernel or after it, and the passes pipelined or one
+    # after the other: the same operations, the same bits
     np.testing.assert_array_equal(results[1], results[0])
+    np.testing.assert_array_equal(results[2], results[0])
     atol = tol(dtype, m, n + p) * np.abs(results[0]).max()
-    np.testing.assert_allclose(results[2], results[0], rtol=0, atol=atol)
-    np.testing.assert_allclose(results[3], results[0], rtol=0, atol=atol)
-    np.testing.assert_allclose(results[4], results[0], rtol=0, atol=atol)
+    for other in results[3:]:
+        np.testing.assert_allclose(other, results[0], rtol=0, atol=atol)
     Rn = qr_insert(Q, R, U, k, "col")[1]
     np.testing.assert_allclose(abs(results[0]), abs(Rn), rtol=0, atol=atol)
 

@@ -46,18 +46,34 @@
 // launch holds all sweeps (removing 20 to 100 rows of 12000: 7-10% faster with Q = 4
 // than 8, H100, float32).
 //
-// A launch runs the sweeps s_lo .. s_hi - 1 (at most 32 Q: the registers of one
+// Passes.  A pass runs the sweeps s_lo .. s_hi - 1 (at most 32 Q: the registers of one
 // block) over the columns s_lo .. p - 1, waves t_begin .. t_end - 1 of the whole
-// schedule; more sweeps take several launches, one after the other (the later sweeps
-// depend on the earlier only through D).  C, S: nwaves x p, every slot of the launch's
-// sweeps over its waves written (the identity where a sweep does not rotate).  progress:
-// one int per strip, zero.  Launch with 1024 threads and gpu._strip_smem(size, Q) bytes of
-// dynamic shared memory; blocks first .. first + gridDim.x - 1 of the launch, all
-// resident at once (a cooperative launch), the blocks before `first` finished.
+// schedule; a later pass depends on an earlier one only through D.  Passes run one launch
+// after the other, or pipelined in one launch: there the block of pass r over a strip
+// takes its rows of D from the block of pass r - 1 over the same strip as that block
+// writes them, waiting on its count of waves done (a chunk ahead, before each chunk),
+// and after its last wave for STRIP_DONE, which a block sets once it has written the
+// rows it still held and the block it follows has set it.  A wave's time grows with the
+// sweeps a block holds (H100, float32, removing 100 rows of 12000 x 10000, passes one
+// launch after the other: 0.86 us with all 100 in one block, 0.62 with 64, 0.48 with 32,
+// 0.42 with 16), so passes of 32, all at once, made the rotation kernel of that update
+// take 5.2 ms instead of 8.3 (float64: 7.6 instead of 11.2); the update gains where the
+// rotations bound it (gpu._pipeline_pays).
+//
+// passes: STRIP_PASS ints per pass (s_lo, s_hi, t_begin, t_end, where its strips' counts
+// start in progress, its strips), npass of them in this launch.  C, S: nwaves x p, every
+// slot of a pass's sweeps over its waves written (the identity where a sweep does not
+// rotate).  progress: one int per strip and pass, zero.  Launch with 32 ceil(s / Q)
+// threads for passes of at most s sweeps and gpu._strip_smem(size, Q) bytes of dynamic
+// shared memory; blocks first .. first + gridDim.x - 1 of the launch's passes (taken in
+// order), all resident at once (a cooperative launch), the blocks before `first`
+// finished.
 
 #define STRIP_CHUNK 16            // waves of earlier strips' rotations copied at once
 #define STRIP_PREFETCH 4          // waves ahead that a row of D is fetched
 #define STRIP_NT 1024
+#define STRIP_PASS 6              // ints per pass: s_lo, s_hi, t_begin, t_end, progress at, blocks
+#define STRIP_DONE 0x40000000     // a strip's count of waves once it has written all its rows
 
 // The rotation that zeroes b against a (c = |a| / r, s = sign(a) b / r, r = hypot(a, b)),
 // or the identity where `on` is false or a = b = 0, without branches.  a and b are
@@ -117,8 +133,8 @@ __device__ __forceinline__ void strip_sync(int nthreads)
 
 template <typename T, int Q>
 __device__ void sweep_strips(T* D, int p, const int* tops, const int* bottoms, int B,
-                             int s_lo, int s_hi, int t_begin, int t_end, T* C, T* S,
-                             int* progress, int first)
+                             const int* passes, int npass, T* C, T* S, int* progress,
+                             int first)
 {
     constexpr int G = sizeof(T) == 4 || Q <= 4 ? Q : Q / 2;
     constexpr int NW = STRIP_NT / 32, SLOTS = STRIP_PREFETCH + 1;
@@ -126,7 +142,24 @@ __device__ void sweep_strips(T* D, int p, const int* tops, const int* bottoms, i
     T* cs = reinterpret_cast<T*>(smem_raw);          // CHUNK x 32 Q x (c, s): earlier strips'
     T* hand = cs + 2 * STRIP_CHUNK * NW * Q;         // NW x 2 x 32: rows between warps
     T* fetch = hand + NW * 2 * 32;                   // SLOTS x 32: rows of D coming in
-    const int b = first + blockIdx.x, c0 = s_lo + 32 * b;
+    // this block's pass and strip, and for a pass after the first in this launch the
+    // block of the pass before over the same columns, whose rows of D it takes
+    int b = first + blockIdx.x, ip = 0;
+    while (ip + 1 < npass && b >= passes[STRIP_PASS * ip + 5])
+        b -= passes[STRIP_PASS * ip++ + 5];
+    const int* pass = passes + STRIP_PASS * ip;
+    const int s_lo = pass[0], s_hi = pass[1], t_begin = pass[2], t_end = pass[3];
+    int* const prog = progress + pass[4];
+    const int* before_pass = pass - STRIP_PASS;
+    const int* prev = ip > 0 ? progress + before_pass[4] + b + (s_lo - before_pass[0]) / 32
+                             : nullptr;
+    const int prev_end = ip > 0 ? before_pass[3] : 0;
+    // the pass before has written the rows of D its waves before x hand on (after its
+    // last wave, with the rows it held: STRIP_DONE)
+    auto wait_prev = [&](int x) {
+        if (prev != nullptr) flag_wait(prev, x <= prev_end ? x : STRIP_DONE, 32);
+    };
+    const int c0 = s_lo + 32 * b;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int ncol = min(32, p - c0);
     const int s_end = min(s_hi, c0 + 32);            // sweeps s_lo .. s_end - 1 reach the strip
@@ -141,6 +174,10 @@ __device__ void sweep_strips(T* D, int p, const int* tops, const int* bottoms, i
     auto row_of = [&](int r) { return in_d(r) ? *at(r) : T(0); };
     // the rows each sweep holds before wave t_begin: its lower row, and its upper row in
     // its inbox (the first sweep of a warp takes it from shared memory)
+    if (prev != nullptr) {                           // the rows below, and the first fetches
+        if (threadIdx.x == 0) wait_prev(t_begin + STRIP_PREFETCH - 1);
+        strip_sync(nwa * 32);
+    }
     T car[Q], inb[Q];
 #pragma unroll
     for (int q = 0; q < Q; ++q) {
@@ -158,21 +195,26 @@ __device__ void sweep_strips(T* D, int p, const int* tops, const int* bottoms, i
         waves[lane] = make_int2(B - bottoms[c0 + lane] + 2 * (c0 + lane) + 1,
                                 B - tops[c0 + lane] + 2 * (c0 + lane) - 1);
     const int before = min(b, n_own) - 1;            // the strip this one waits for
-    const int* seen = progress + max(before, 0);
+    const int* seen = prog + max(before, 0);
     strip_sync(nwa * 32);
     int cw = 0;                                      // (t - t_begin) mod CHUNK
     for (int t = t_begin; t < t_end; ++t) {
-        if (n_ext > 0 && cw == 0) {                  // the next waves of earlier strips
-            const int nwv = min(STRIP_CHUNK, t_end - t);
-            if (threadIdx.x == 0) flag_wait(seen, t + nwv, 32);
+        if ((n_ext > 0 || prev != nullptr) && cw == 0) {   // the next waves of earlier
+            const int nwv = min(STRIP_CHUNK, t_end - t);   // strips, and of the pass before
+            if (threadIdx.x == 0) {
+                if (n_ext > 0) flag_wait(seen, t + nwv, 32);
+                wait_prev(t + nwv + STRIP_PREFETCH - 1);   // the rows this chunk fetches
+            }
             strip_sync(nwa * 32);
-            for (int w = warp; w < nwv; w += nwa)   // published by another SM: through L2
-                for (int s = lane; s < n_ext; s += 32) {
-                    const size_t g = (size_t)(t + w) * p + s_lo + s;
-                    cs[2 * (w * NW * Q + s)] = __ldcg(C + g);
-                    cs[2 * (w * NW * Q + s) + 1] = __ldcg(S + g);
-                }
-            strip_sync(nwa * 32);
+            if (n_ext > 0) {
+                for (int w = warp; w < nwv; w += nwa)   // published by another SM: through L2
+                    for (int s = lane; s < n_ext; s += 32) {
+                        const size_t g = (size_t)(t + w) * p + s_lo + s;
+                        cs[2 * (w * NW * Q + s)] = __ldcg(C + g);
+                        cs[2 * (w * NW * Q + s) + 1] = __ldcg(S + g);
+                    }
+                strip_sync(nwa * 32);
+            }
         }
         if (warp == 0) {                             // the row of D for wave t + PREFETCH
             const int tf = t + STRIP_PREFETCH, r = B - tf + 2 * s_lo - 1;
@@ -259,7 +301,7 @@ __device__ void sweep_strips(T* D, int p, const int* tops, const int* bottoms, i
         cw = cw + 1 == STRIP_CHUNK ? 0 : cw + 1;
         if (cw == 0 || t + 1 == t_end) {
             strip_sync(nwa * 32);                    // every thread's C and S, then the count
-            if (threadIdx.x == 0) flag_release(progress + b, t + 1);
+            if (threadIdx.x == 0) flag_release(prog + b, t + 1);
         } else {
             strip_sync(nwa * 32);
         }
@@ -274,15 +316,21 @@ __device__ void sweep_strips(T* D, int p, const int* tops, const int* bottoms, i
         if (s < s_end && in_d(r)) *at(r) = car[q];
         if (s < s_end && s > s_lo && in_d(r - 1)) *at(r - 1) = inb[q];
     }
+    // done, once the pass before is (so that, counted from the last pass, done means every
+    // pass done: the apply kernel waits on the last pass's last strip)
+    strip_sync(nwa * 32);
+    if (threadIdx.x == 0) {
+        if (prev != nullptr) flag_wait(prev, STRIP_DONE, 32);
+        flag_release(prog + b, STRIP_DONE);
+    }
 }
 
 // sweep_strips_{f32,f64}_q{2,4,8}: Q sweeps per warp
 #define STRIP_KERNEL(T, NAME, Q)                                                        \
     extern "C" __global__ void __launch_bounds__(STRIP_NT)                              \
-    NAME(T* D, int p, const int* tops, const int* bottoms, int B, int s_lo, int s_hi,   \
-         int t_begin, int t_end, T* C, T* S, int* progress, int first)                  \
-    { sweep_strips<T, Q>(D, p, tops, bottoms, B, s_lo, s_hi, t_begin, t_end, C, S,      \
-                         progress, first); }
+    NAME(T* D, int p, const int* tops, const int* bottoms, int B, const int* passes,    \
+         int npass, T* C, T* S, int* progress, int first)                               \
+    { sweep_strips<T, Q>(D, p, tops, bottoms, B, passes, npass, C, S, progress, first); }
 STRIP_KERNEL(float, sweep_strips_f32_q2, 2)
 STRIP_KERNEL(float, sweep_strips_f32_q4, 4)
 STRIP_KERNEL(float, sweep_strips_f32_q8, 8)
