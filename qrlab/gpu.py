@@ -626,11 +626,10 @@ def _apply_smem(rows, nwarp, k, size):
 def _sweep_schedule(op: Sweeps, nbw, device):
     """What :meth:`GpuExecutor.sweeps` needs of ``op``'s schedule in groups of ``nbw``
     waves, made once per operation of a plan (and device), not on every update: on the
-    host ``B``, the number of waves, each group's rows ``lo`` and ``hi`` (:func:`wave_groups`,
-    an empty group's set to 0, 0: no work) and each sweep's first and last wave
-    (:func:`sweep_waves`); on the device the int32 arrays ``tops``, ``bottoms``, ``lo``,
-    ``hi``.  (Removing 20 rows of 12000 x 6000 spent a quarter of its host time, which
-    the GPU waits for, making them.)"""
+    host ``B``, the number of waves and each group's rows ``lo`` and ``hi``
+    (:func:`wave_groups`, an empty group's set to 0, 0: no work); on the device the int32
+    arrays ``tops``, ``bottoms``, ``lo``, ``hi``.  (Removing 20 rows of 12000 x 6000 spent a
+    quarter of its host time, which the GPU waits for, making them.)"""
     import cupy as cp
     del device                                   # (part of the cache key)
     B, nwaves, lo_g, hi_g = wave_groups(op, nbw)
@@ -639,9 +638,11 @@ def _sweep_schedule(op: Sweeps, nbw, device):
     p, ng = len(op.tops), len(lo_g)
     ints = cp.asarray(np.concatenate([op.tops, op.bottoms, lo_g, hi_g]).astype(np.int32))
     cp.cuda.get_current_stream().synchronize()   # (once) before any other stream reads them
-    _, t_first, t_last = sweep_waves(op)
-    return (B, nwaves, lo_g, hi_g, t_first, t_last,
-            (ints[:p], ints[p:2 * p], ints[2 * p:-ng], ints[-ng:]))
+    return B, nwaves, lo_g, hi_g, (ints[:p], ints[p:2 * p], ints[2 * p:-ng], ints[-ng:])
+
+
+#: ints per pass in the rotation kernel's table of passes (``STRIP_PASS``, kernels/strips.cu)
+_STRIP_PASS = 6
 
 
 @functools.lru_cache(maxsize=64)
@@ -649,7 +650,7 @@ def _strip_table(op: Sweeps, per_launch, device):
     """The passes of ``op``'s rotation kernel with ``per_launch`` sweeps each (those where
     a sweep rotates), made once: on the host a tuple of (first sweep, end sweep, first
     wave, end wave, where its strips' counts of waves done start, its strips) per pass,
-    and the same as a device int32 array (``STRIP_PASS`` ints a pass, kernels/strips.cu)."""
+    and the same as a device int32 array (:data:`_STRIP_PASS` ints a pass)."""
     import cupy as cp
     del device                                   # (part of the cache key)
     _, t_first, t_last = sweep_waves(op)
@@ -1467,8 +1468,7 @@ class GpuExecutor(Executor):
         if smem > _SMEM_LIMIT:                 # a group's rows do not fit shared memory
             self.flush()
             return super().sweeps(op, Q, R)
-        (B, nwaves, lo_g, hi_g, t_first, t_last,
-         (tops, bottoms, lo_dev, hi_dev)) = keep_alive(
+        B, nwaves, lo_g, hi_g, (tops, bottoms, lo_dev, hi_dev) = keep_alive(
             _sweep_schedule(op, nbw, cp.cuda.Device().id))    # (cached: a graph holds it)
         if nwaves == 0:
             self.flush()
@@ -1506,7 +1506,7 @@ class GpuExecutor(Executor):
         fn = cooperative_kernels().get_function(f"sweep_strips_{suffix}_q{q}")
         fn.max_dynamic_shared_size_bytes = _strip_smem(dt.itemsize, q)
         passes, table = keep_alive(_strip_table(op, per_launch, cp.cuda.Device().id))
-        strips = sum(pass_[5] for pass_ in passes)
+        strips = sum(nstrips for *_, nstrips in passes)
         progress = cp.zeros(strips, dtype=cp.int32)
         ready = cp.cuda.get_current_stream().record()   # all that comes before
         args = (D, np.int32(p), tops, bottoms, np.int32(B))
@@ -1524,11 +1524,11 @@ class GpuExecutor(Executor):
         else:                                  # one pass after the other
             per = _sm_count()                  # one block per SM; more strips: more launches
             launches = 0
-            for r, pass_ in enumerate(passes):
-                for first in range(0, pass_[5], per):
-                    fn((min(per, pass_[5] - first),), (threads,),
-                       args + (table[6 * r:], np.int32(1), C, S, progress, np.int32(first)),
-                       shared_mem=smem)
+            for r, (*_, nstrips) in enumerate(passes):
+                for first in range(0, nstrips, per):
+                    fn((min(per, nstrips - first),), (threads,),
+                       args + (table[_STRIP_PASS * r:], np.int32(1), C, S, progress,
+                               np.int32(first)), shared_mem=smem)
                     launches += 1
         self.put_driver(op, Q, R, D)
 
