@@ -527,9 +527,9 @@ def _pipeline_pays(vectors, p, size):
     removing 100 rows of 8000 x 6000, 60 rows of 12000 x 8000 or 10000 and 80 of
     12000 x 8000 (float32; in float64 0.71 to 0.87 adding 200 columns to 4000 x 3000,
     k <= 2000, and removing 100 rows of 8000 x 6000); where else it pipelines, 0.96 to
-    1.023.  Pipelining every sweep of 100 or 200 instead made the
-    update 1 to 3 percent slower with 12000 or 16000 rows of Q, which this rule leaves
-    alone."""
+    1.024.  Pipelining every sweep of 100 or 200 instead made the update 1 to 3 percent
+    slower with 12000 or 16000 rows of Q, which this rule leaves alone
+    (``benchmarks/results/pipeline-passes-*.md``)."""
     wave_us = (0.35 + 0.0047 * min(p, 256)) if size == 4 else (0.52 + 0.0058 * min(p, 256))
     apply_us = vectors * p * (43e-6 if size == 4 else 75e-6) / _sm_count()
     return apply_us < 0.75 * wave_us
