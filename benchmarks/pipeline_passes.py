@@ -47,14 +47,7 @@ def measure(dtype, tables, reps=7):
             for name in names[r % 3:] + names[:r % 3]:    # each variant first in turn
                 for key, value in VARIANTS[name].items():
                     setattr(GpuExecutor, key, value)
-                args = prepare()
-                start, stop = cp.cuda.Event(), cp.cuda.Event()
-                cp.cuda.Device().synchronize()
-                start.record()
-                fn(*args)
-                stop.record()
-                stop.synchronize()
-                times.setdefault(name, []).append(cp.cuda.get_elapsed_time(start, stop))
+                times.setdefault(name, []).append(1e3 * qb.timed_call(cp, fn, prepare()))
         return 1.0, [1.0]
 
     qb.Timer.__call__ = interleaved

@@ -154,22 +154,24 @@ class Timer:
         xp = self.xp
         for _ in range(self.warmup):          # warm-up: compilation, handles, caches
             fn(*prepare())
-        times = []
-        for _ in range(reps):
-            args = prepare()
-            if xp is np:
-                t0 = time.perf_counter()
-                fn(*args)
-                times.append(time.perf_counter() - t0)
-            else:
-                start, stop = xp.cuda.Event(), xp.cuda.Event()
-                xp.cuda.Device().synchronize()
-                start.record()
-                fn(*args)
-                stop.record()
-                stop.synchronize()
-                times.append(xp.cuda.get_elapsed_time(start, stop) / 1e3)
+        times = [timed_call(xp, fn, prepare()) for _ in range(reps)]
         return statistics.median(times), times
+
+
+def timed_call(xp, fn, args):
+    """Seconds that ``fn(*args)`` takes: CUDA events around it on the device (nothing
+    queued before it), ``perf_counter`` on NumPy."""
+    if xp is np:
+        t0 = time.perf_counter()
+        fn(*args)
+        return time.perf_counter() - t0
+    start, stop = xp.cuda.Event(), xp.cuda.Event()
+    xp.cuda.Device().synchronize()
+    start.record()
+    fn(*args)
+    stop.record()
+    stop.synchronize()
+    return xp.cuda.get_elapsed_time(start, stop) / 1e3
 
 
 def gels(xp, A, b):
