@@ -34,19 +34,21 @@ def measure(dtype, tables, reps=7):
     GpuExecutor.pipeline_always = True
     times = {}
 
+    def use(name):
+        for key, value in VARIANTS[name].items():
+            setattr(GpuExecutor, key, value)
+
     def interleaved(self, fn, prepare, reps):
         if getattr(fn, "__name__", "") != "update":     # only the update is compared
             return 1.0, [1.0]
         names = list(VARIANTS)
         for name in names:
-            for key, value in VARIANTS[name].items():
-                setattr(GpuExecutor, key, value)
+            use(name)
             for _ in range(2):
                 fn(*prepare())
         for r in range(reps):
             for name in names[r % 3:] + names[:r % 3]:    # each variant first in turn
-                for key, value in VARIANTS[name].items():
-                    setattr(GpuExecutor, key, value)
+                use(name)
                 times.setdefault(name, []).append(1e3 * qb.timed_call(cp, fn, prepare()))
         return 1.0, [1.0]
 
@@ -92,8 +94,8 @@ def summarize(paths):
             old, p32, q4 = map(float, dims[4:])
             v = vectors(table, m, n, p, k)
             size = np.dtype(dtype).itemsize
-            passes = v is not None and gpu._strip_passes(p, 256, 32, 132)[1]
-            rule = bool(passes and gpu._pipeline_pays(v, p, size))
+            rule = v is not None and gpu._strip_passes(p, 256, 32, 132,
+                                                       gpu._pipeline_pays(v, p, size))[1]
             chosen.setdefault(dtype, []).append((p32 if rule else old) / old)
             print(f"| {dtype} | {table} | {m} | {n} | {p} | {k} | {old:.2f} | {p32:.2f} | "
                   f"{q4:.2f} | {p32 / old:.3f} | {'yes' if rule else 'no'} |")

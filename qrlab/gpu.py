@@ -535,13 +535,14 @@ def _pipeline_pays(vectors, p, size):
     return apply_us < 0.75 * wave_us
 
 
-def _strip_passes(p, per_launch, per_pass, max_blocks):
+def _strip_passes(p, per_launch, per_pass, max_blocks, pays=True):
     """Sweeps per pass of the rotation kernel, and whether its passes run pipelined in one
     launch.  A pass of fewer sweeps makes shorter waves (its block's warps hold fewer), so
-    the passes of ``per_pass`` sweeps run at once, each a chunk of waves behind the pass
-    before over the same strip, as long as their blocks (one per strip and pass) number at
-    most ``max_blocks``; else passes of ``per_launch`` one after the other."""
-    if per_pass and p > per_pass and per_pass % 32 == 0:
+    where that ``pays`` (:func:`_pipeline_pays`) the passes of ``per_pass`` sweeps run at
+    once, each a chunk of waves behind the pass before over the same strip, as long as
+    their blocks (one per strip and pass) number at most ``max_blocks``; else passes of
+    ``per_launch`` one after the other."""
+    if pays and per_pass and p > per_pass and per_pass % 32 == 0:
         strips = -(-p // 32)
         blocks = sum(strips - s // 32 for s in range(0, p, per_pass))
         if blocks <= max_blocks:
@@ -1493,24 +1494,20 @@ class GpuExecutor(Executor):
         D = self.take_driver(op, Q, R)
         C = cp.empty((nwaves, p), dtype=dt)
         S = cp.empty((nwaves, p), dtype=dt)
-        per_pass = self.sweeps_per_pass
-        if per_pass and not (self.pipeline_always or
-                             _pipeline_pays(nq + max(a1 - a0, 0), p, dt.itemsize)):
-            per_pass = None
-        per_launch, pipelined = _strip_passes(p, self.sweeps_per_launch, per_pass,
-                                              self.pipeline_blocks or _sm_count())
+        pays = self.pipeline_always or _pipeline_pays(nq + max(a1 - a0, 0), p, dt.itemsize)
+        per_launch, pipelined = _strip_passes(p, self.sweeps_per_launch, self.sweeps_per_pass,
+                                              self.pipeline_blocks or _sm_count(), pays)
         q = self.strip_sweeps_per_warp or _strip_sweeps_per_warp(per_launch)
         if not (q in (2, 4, 8) and per_launch <= 32 * q):
             raise ValueError(f"the rotation kernel holds at most {32 * q} sweeps with "
                              f"{q} per warp (q = 2, 4 or 8), not {per_launch}")
         fn = cooperative_kernels().get_function(f"sweep_strips_{suffix}_q{q}")
-        fn.max_dynamic_shared_size_bytes = _strip_smem(dt.itemsize, q)
+        smem = fn.max_dynamic_shared_size_bytes = _strip_smem(dt.itemsize, q)
         passes, table = keep_alive(_strip_table(op, per_launch, cp.cuda.Device().id))
         strips = sum(nstrips for *_, nstrips in passes)
         progress = cp.zeros(strips, dtype=cp.int32)
         ready = cp.cuda.get_current_stream().record()   # all that comes before
         args = (D, np.int32(p), tops, bottoms, np.int32(B))
-        smem = _strip_smem(dt.itemsize, q)
         # a warp per q sweeps, no more: at 1024 threads (64 registers each) a block took
         # every register of its SM, so that no block of the apply kernel or of a product
         # could run beside it.  (Not timed alone: from the paper runs before it to those

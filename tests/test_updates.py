@@ -575,6 +575,7 @@ def test_strip_passes():
     assert _strip_passes(100, 256, None, 132) == (100, False)
     assert _strip_passes(100, 40, None, 132) == (40, False)
     assert _strip_passes(100, 256, 48, 132) == (100, False)      # not a multiple of 32
+    assert _strip_passes(100, 256, 32, 132, pays=False) == (100, False)
 
 
 def test_pipeline_pays(monkeypatch):
