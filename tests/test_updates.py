@@ -1140,6 +1140,42 @@ def test_cupy_delete_rows_copies_behind(m, n, p, k, mode, dtype, monkeypatch):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("op", ["insert_cols", "delete_rows"])
+def test_cupy_apply_chunks_any_warps(op, dtype, monkeypatch):
+    """The apply kernel hands its chunks of K sweeps from warp to warp (chunk c to warp c
+    mod the block's warps, waiting on chunk c - 1): with 1, 2, 3 or 16 warps a block (a
+    warp waiting on itself, on the last warp of the round before, on its neighbour) every
+    vector takes the same rotations in the same order, so the factors agree bit for bit,
+    and are those of the updated matrix."""
+    import cupy as cp
+
+    from qrlab import gpu
+    rng = np.random.default_rng(31)
+    m, n, p, k = (500, 260, 150, 40) if op == "insert_cols" else (600, 300, 100, 250)
+    A = rng.standard_normal((m, n)).astype(dtype)
+    Q, R = (cp.asarray(x) for x in factor(A, "full"))
+    U = cp.asarray(rng.standard_normal((m, p)).astype(dtype))
+    if op == "insert_cols":
+        A1 = np.insert(A, [k] * p, U.get(), axis=1)
+    else:
+        A1 = np.delete(A, np.s_[k:k + p], axis=0)
+    results = []
+    for warps in (16, 1, 2, 3):
+        monkeypatch.setattr(gpu, "_APPLY_WARPS", warps)
+        if op == "insert_cols":
+            Qg, Rg = qr_insert(Q, R, U, k, "col")
+        else:
+            Qg, Rg = qr_delete(Q, R, k, p, "row")
+        check_factors(Qg.get(), Rg.get(), A1, "full")
+        results.append((Qg.get(), Rg.get()))
+    for Qr, Rr in results[1:]:
+        np.testing.assert_array_equal(Qr, results[0][0])
+        np.testing.assert_array_equal(Rr, results[0][1])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
 def test_cupy_strip_sweeps_per_warp_checked(monkeypatch):
     """Too few sweeps per warp for a launch's sweeps: a clear error, the inputs intact."""
     import cupy as cp

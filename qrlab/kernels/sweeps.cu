@@ -21,11 +21,17 @@
 // multiplications, a quarter of a (c, s) load, and 2 / K shared memory accesses.
 //
 // Warps.  A thread block owns 32 vectors of the group's rows (a tile in shared memory,
-// one lane a vector) and one warp per K sweeps.  Warp b reads at wave t the row that warp
-// b - 1 leaves at wave t - 1, so warp b waits until warp b - 1 has counted those waves
-// done (in shared memory, every APPLY_STEP waves): the warps run a few waves apart, and
-// the block starts its last warp about APPLY_STEP p / K waves after its first.  (A block
-// barrier every APPLY_WAVES waves instead, the warps one phase apart, made that 2 p.)
+// one lane a vector); the sweeps go in chunks of K, chunk c to warp c mod nwarp.  Chunk c
+// reads at wave t the row that chunk c - 1 leaves at wave t - 1, so it waits until chunk
+// c - 1 has counted those waves done (in shared memory, every APPLY_STEP waves): the
+// chunks run a few waves apart, chunk c starting about APPLY_STEP c waves after the
+// first.  (A block barrier every APPLY_WAVES waves instead, the warps one phase apart,
+// made that 2 p.)  In double a warp takes its next chunk as soon as it is done with one:
+// with a block barrier after each round of nwarp chunks, as float keeps, every round fills
+// and drains the warps once more (H100, removing 80 or 100 rows and adding 200 columns at
+// k < n: the whole update 0.81 to 0.96 of its time with the rounds).  Float gained nothing
+// so (adding 200 columns: two rounds at K = 8), and its kernels' code came out slower
+// (removing 100 rows: one round, 1.02 to 1.06): benchmarks/results/ab-apply-*.md.
 // The (c, s) of a warp's next APPLY_WAVES waves are staged in its own shared memory (the
 // identity where a sweep does not rotate), fetched while the waves before run.
 //
@@ -45,6 +51,7 @@
 #define APPLY_WAVES 16   // waves per stage of (c, s): a multiple of 2 K, so that the
                          // register window is back in place at every stage
 #define APPLY_STEP 4     // waves between a warp's counts of waves done (and its waits)
+#define APPLY_ROUND (1 << 16)   // a warp's count of waves done, per round (> waves + D)
 #define APPLY_LD 33      // the tile's row pitch: a row of Q read along its columns, one
                          // lane a value, lands in 32 different banks
 
@@ -62,7 +69,8 @@ __device__ void apply_sweeps(T* Q, long long q_vec, long long q_elem, int nq,
     T* X = reinterpret_cast<T*>(smem_raw);                         // tile_rows x APPLY_LD
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarp = blockDim.x >> 5;
     T* cs = X + ((size_t)tile_rows * APPLY_LD + 3) / 4 * 4 + (size_t)warp * D * K * 2;
-    __shared__ int item_s, done_s[32];              // the item; each warp's waves done
+    __shared__ int item_s, done_s[32], round_s[32];   // the item; each warp's waves done,
+                                                       // and where its chunk's count starts
     const int nq_tiles = (nq + 31) / 32, nr_tiles = a1 > a0 ? (a1 - a0 + 31) / 32 : 0;
     const int ntiles = nq_tiles + nr_tiles;
     for (;;) {
@@ -116,12 +124,28 @@ __device__ void apply_sweeps(T* Q, long long q_vec, long long q_elem, int nq,
                 if (r >= glo && r < ghi) X[(r - glo) * APPLY_LD + lane] = v;
             };
             const int nph = (t1 - t0 + D - 1) / D;
-            for (int sc = 0; sc < p; sc += K * nwarp) {           // K * nwarp sweeps at a time
-                const int nact = min(nwarp, (p - sc + K - 1) / K);
-                if (lane == 0) done_s[warp] = t0;
+            // Chunk c (sweeps K c .. K c + K - 1) goes to warp c mod nwarp and waits on
+            // chunk c - 1.  In double a warp takes its next chunk as soon as it is done
+            // with one (in_turn: a warp's count of waves done is APPLY_ROUND times its
+            // round plus its waves done in that round, read from round_s); in float the
+            // chunks go in rounds of nwarp, a block barrier after each (see the header).
+            constexpr bool in_turn = sizeof(T) == 8;
+            if (in_turn) {
+                if (lane == 0) done_s[warp] = 0;
                 __syncthreads();
-                if (warp < nact) {
-                    const int s0 = sc + warp * K, my_s = s0 + lane % K;
+            }
+            for (int sc = 0; sc < p; sc += K * nwarp) {           // a round of chunks
+                const int chunk = sc / K + warp;
+                if (!in_turn) {
+                    if (lane == 0) done_s[warp] = t0;
+                    __syncthreads();
+                }
+                if (chunk * K < p) {
+                    const int s0 = chunk * K, my_s = s0 + lane % K;
+                    if (in_turn) {
+                        if (lane == 0) round_s[warp] = sc / (K * nwarp) * APPLY_ROUND - t0;
+                        __syncwarp();
+                    }
                     const int my_top = my_s < p ? tops[my_s] : 0x7fffffff;
                     const int my_bottom = my_s < p ? bottoms[my_s] : 0;
                     T pc[NQ], ps[NQ], x[W2];
@@ -154,11 +178,18 @@ __device__ void apply_sweeps(T* Q, long long q_vec, long long q_elem, int nq,
                             for (int m = 1; m < W2; ++m) x[m] = load(top0 + m);
 #pragma unroll
                         for (int u = 0; u < D; ++u) {
-                            if (u % APPLY_STEP == 0 && warp > 0) {
+                            if (u % APPLY_STEP == 0 && (in_turn ? chunk : warp) > 0) {
                                 // waves tb + u .. + APPLY_STEP - 1 read the rows that the
-                                // warp before leaves one wave earlier
-                                const int need = tb + u + APPLY_STEP;
-                                while (*(volatile int*)(done_s + warp - 1) < need) {}
+                                // sweeps before leave one wave earlier (chunk c - 1: the
+                                // warp before, or the last warp in the round before; its
+                                // count's base read from shared memory each time: held
+                                // in a register, it made more spills)
+                                const int before = warp > 0 ? warp - 1 : nwarp - 1;
+                                const int need = (in_turn ? *(volatile int*)(round_s + warp)
+                                                            - (warp > 0 ? 0 : APPLY_ROUND)
+                                                          : 0)
+                                                 + tb + u + APPLY_STEP;
+                                while (*(volatile int*)(done_s + before) < need) {}
                                 __threadfence_block();
                             }
                             x[(W2 - u % W2) % W2] = load(top0 - u);
@@ -185,7 +216,9 @@ __device__ void apply_sweeps(T* Q, long long q_vec, long long q_elem, int nq,
                                 __syncwarp();              // every lane's rows, then the count
                                 if (lane == 0) {
                                     __threadfence_block();
-                                    *(volatile int*)(done_s + warp) = tb + u + 1;
+                                    *(volatile int*)(done_s + warp) =
+                                        (in_turn ? *(volatile int*)(round_s + warp) : 0)
+                                        + tb + u + 1;
                                 }
                             }
                         }
@@ -195,8 +228,9 @@ __device__ void apply_sweeps(T* Q, long long q_vec, long long q_elem, int nq,
                             for (int m = 1; m < W2; ++m) store(top0 - D + m, x[m]);
                     }
                 }
-                __syncthreads();
+                if (!in_turn) __syncthreads();                    // the round done
             }
+            if (in_turn) __syncthreads();                         // every chunk done
             each([&](int e, int u, bool ok, long long at) {         // and back
                 if (ok) base[at] = X[e * APPLY_LD + u];
             });
