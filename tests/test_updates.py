@@ -1143,11 +1143,11 @@ def test_cupy_delete_rows_copies_behind(m, n, p, k, mode, dtype, monkeypatch):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("op", ["insert_cols", "delete_rows"])
 def test_cupy_apply_chunks_any_warps(op, dtype, monkeypatch):
-    """The apply kernel hands its chunks of K sweeps from warp to warp (chunk c to warp c
-    mod the block's warps, waiting on chunk c - 1): with 1, 2, 3 or 16 warps a block (a
-    warp waiting on itself, on the last warp of the round before, on its neighbour) every
-    vector takes the same rotations in the same order, so the factors agree bit for bit,
-    and are those of the updated matrix."""
+    """The apply kernel gives chunk c of K sweeps to warp c mod the block's warps, waiting
+    on chunk c - 1 (in float64 without a barrier between rounds of chunks: with one warp a
+    warp waits on itself, with more a round's first chunk on the round before's last
+    warp): with 1, 2, 3 or 16 warps a block every vector takes the same rotations in the
+    same order, so the factors agree bit for bit, and are those of the updated matrix."""
     import cupy as cp
 
     from qrlab import gpu
