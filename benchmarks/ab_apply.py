@@ -50,21 +50,17 @@ def measure(dtype, tables, files, reps=7):
     names = list(builds)
     times, last = {}, {}
 
+    def use(name):
+        gpu.kernels = builds[name]
+
     def interleaved(self, fn, prepare, reps):
         if getattr(fn, "__name__", "") != "update":     # only the update is compared
             return 1.0, [1.0]
-        for name in names:
-            gpu.kernels = builds[name]
-            for _ in range(2):
-                fn(*prepare())
-        for r in range(reps):
-            shift = r % len(names)                          # each build first in turn
-            for name in names[shift:] + names[:shift]:
-                gpu.kernels = builds[name]
-                times.setdefault(name, []).append(1e3 * qb.timed_call(cp, fn, prepare()))
+        times.update(qb.interleaved_times(
+            cp, fn, prepare, {name: (lambda n=name: use(n)) for name in names}, reps))
         args = prepare()
         for name in names:
-            gpu.kernels = builds[name]
+            use(name)
             last[name] = fn(*args)
         gpu.kernels = kernels
         return 1.0, [1.0]

@@ -41,15 +41,8 @@ def measure(dtype, tables, reps=7):
     def interleaved(self, fn, prepare, reps):
         if getattr(fn, "__name__", "") != "update":     # only the update is compared
             return 1.0, [1.0]
-        names = list(VARIANTS)
-        for name in names:
-            use(name)
-            for _ in range(2):
-                fn(*prepare())
-        for r in range(reps):
-            for name in names[r % 3:] + names[:r % 3]:    # each variant first in turn
-                use(name)
-                times.setdefault(name, []).append(1e3 * qb.timed_call(cp, fn, prepare()))
+        times.update(qb.interleaved_times(
+            cp, fn, prepare, {name: (lambda n=name: use(n)) for name in VARIANTS}, reps))
         return 1.0, [1.0]
 
     qb.Timer.__call__ = interleaved

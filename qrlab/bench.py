@@ -158,6 +158,26 @@ class Timer:
         return statistics.median(times), times
 
 
+def interleaved_times(xp, fn, prepare, variants, reps, warmup=2):
+    """Milliseconds of ``fn(*prepare())`` under each variant, timed in turn repetition by
+    repetition (``variants``: name -> a callable that switches to it), so that a drift of
+    the machine reaches every variant alike: ``warmup`` untimed calls of each first, then
+    ``reps`` rounds, each variant first in one round after the other.  Returns
+    {name: [ms, ...]}."""
+    names = list(variants)
+    times = {name: [] for name in names}
+    for name in names:
+        variants[name]()
+        for _ in range(warmup):
+            fn(*prepare())
+    for r in range(reps):
+        shift = r % len(names)
+        for name in names[shift:] + names[:shift]:
+            variants[name]()
+            times[name].append(1e3 * timed_call(xp, fn, prepare()))
+    return times
+
+
 def timed_call(xp, fn, args):
     """Seconds that ``fn(*args)`` takes: CUDA events around it on the device (nothing
     queued before it), ``perf_counter`` on NumPy."""

@@ -25,6 +25,20 @@ def test_timer_warms_up_then_times_each_repetition():
     assert len(calls) == 7 and len(runs) == 4 and median >= 0
 
 
+def test_interleaved_times_rotate_the_variants():
+    """Each variant warmed up first, then every round times each variant once, a different
+    one first each round, and each call runs under the variant switched to."""
+    current, calls = [], []
+    variants = {name: (lambda n=name: current.append(n)) for name in "abc"}
+    times = bench.interleaved_times(np, lambda: calls.append(current[-1]), tuple, variants,
+                                    4, warmup=2)
+    assert calls[:6] == list("aabbcc")
+    rounds = [calls[6 + 3 * r: 9 + 3 * r] for r in range(4)]
+    assert rounds == [list("abc"), list("bca"), list("cab"), list("abc")]
+    assert {name: len(t) for name, t in times.items()} == {"a": 4, "b": 4, "c": 4}
+    assert all(t >= 0 for ts in times.values() for t in ts)
+
+
 def test_paper_cases_cover_every_table():
     tables = {c["table"] for c in bench.paper_cases(full=True)}
     assert tables == {"T2", "T3", "T5", "T6", "T7", "T8", "T9", "T10", "T11"}
