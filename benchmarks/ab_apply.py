@@ -1,13 +1,17 @@
 """The apply kernel of the Givens sweeps (``kernels/sweeps.cu``) against other versions of
-that file, on cells of the paper suite, interleaved in one process.
+that file, or the executor with an attribute set otherwise, on cells of the paper suite,
+interleaved in one process.
 
     git show REV:qrlab/kernels/sweeps.cu > /tmp/base_sweeps.cu
     python3 benchmarks/ab_apply.py float64 T2,T3,T5,T10,T11 base=/tmp/base_sweeps.cu > f64.log
+    python3 benchmarks/ab_apply.py float32 T2,T3 geqrf@tall_w_max=0 > f32.log
     python3 benchmarks/ab_apply.py --summarize f32.log f64.log
 
-Each named file is compiled into a module of its own (with ``vector.cuh`` and ``flags.cuh``
-of this checkout), which serves the apply kernel (and ``wait_for_waves``) while that build
-runs; every other kernel is this checkout's, and ``new`` is this checkout's alone.  For
+Each file named ``NAME=FILE.cu`` is compiled into a module of its own (with ``vector.cuh``
+and ``flags.cuh`` of this checkout), which serves the apply kernel (and
+``wait_for_waves``) while that build runs; every other kernel is this checkout's.
+``NAME@ATTR=VALUE`` is this checkout with ``GpuExecutor.ATTR`` set to the integer
+``VALUE`` while it runs; ``new`` is this checkout alone.  For
 every cell of the given tables whose update applies sweeps, the update of ``t_update``
 (the factors and the solve) timed by every build, repetition by repetition in turn (7 each
 after two warm-up calls of each; CUDA events; the median), and the builds' solutions x of
@@ -25,7 +29,7 @@ SWEEPS = ("insert_cols", "delete_rows")
 APPLY = ("apply_sweeps_", "wait_for_waves")
 
 
-def measure(dtype, tables, files, reps=7):
+def measure(dtype, tables, specs, reps=7):
     import cupy as cp
 
     import qrlab.bench as qb
@@ -45,13 +49,26 @@ def measure(dtype, tables, files, reps=7):
         build = Mixed()
         return lambda: build
 
-    builds = {name: mixed(path) for name, path in files.items()}
+    builds, attrs = {}, {}
+    for spec in specs:
+        if "@" in spec:
+            name, setting = spec.split("@", 1)
+            attr, value = setting.split("=", 1)
+            builds[name], attrs[name] = kernels, (attr, int(value))
+        else:
+            name, path = spec.split("=", 1)
+            builds[name] = mixed(path)
     builds["new"] = kernels
     names = list(builds)
     times, last = {}, {}
+    defaults = {attr: getattr(gpu.GpuExecutor, attr) for attr, _ in attrs.values()}
 
     def use(name):
         gpu.kernels = builds[name]
+        for attr, value in defaults.items():
+            setattr(gpu.GpuExecutor, attr, value)
+        if name in attrs:
+            setattr(gpu.GpuExecutor, *attrs[name])
 
     def interleaved(self, fn, prepare, reps):
         if getattr(fn, "__name__", "") != "update":     # only the update is compared
@@ -62,7 +79,7 @@ def measure(dtype, tables, files, reps=7):
         for name in names:
             use(name)
             last[name] = fn(*args)
-        gpu.kernels = kernels
+        use("new")
         return 1.0, [1.0]
 
     qb.Timer.__call__ = interleaved
@@ -113,5 +130,4 @@ if __name__ == "__main__":
     if sys.argv[1] == "--summarize":
         summarize(sys.argv[2:])
     else:
-        measure(sys.argv[1], set(sys.argv[2].split(",")),
-                dict(arg.split("=", 1) for arg in sys.argv[3:]))
+        measure(sys.argv[1], set(sys.argv[2].split(",")), sys.argv[3:])

@@ -6,7 +6,11 @@ update) of up to 32 columns are one launch each of ``reflect_panel``
 builds its reflectors column by column and applies them in compact WY form to its share
 of the trailing columns of R; Q, when kept, gets them by three cuBLAS products.  Wider
 panels (the p-wide Stage 1 of adding columns) use ``panel_qr``
-(``qrlab/kernels/panel.cu``: panel and ``T`` in shared memory) and matrix products.
+(``qrlab/kernels/panel.cu``: panel and ``T`` in shared memory) and matrix products; panels
+too tall for one block's shared memory (the rows of Q^T U below R, thousands, adding
+columns; the rows of Q to remove in their columns past R) one cooperative launch of
+``tall_qr`` (``qrlab/kernels/tall.cu``: a chunk of rows per SM, two grid barriers per
+reflector), where cuSOLVER's ``geqrf`` took a few launches per column.
 
 The rank-k Cholesky update and downdate run with no chain of reflectors, in passes of
 up to 64 columns of V where that is faster (:meth:`GpuExecutor.structured_passes`;
@@ -82,7 +86,7 @@ _SOURCES = [Path(__file__).with_name("kernels") / name
             for name in ("vector.cuh", "flags.cuh", "sweeps.cu", "panel.cu", "reflect.cu",
                          "structured.cu", "copy.cu")]
 _COOPERATIVE = [Path(__file__).with_name("kernels") / name
-                for name in ("vector.cuh", "flags.cuh", "triangle.cu", "strips.cu")]
+                for name in ("vector.cuh", "flags.cuh", "triangle.cu", "strips.cu", "tall.cu")]
 _SMEM_LIMIT = 200 * 1024            # dynamic shared memory a panel may use (H100: 227 KB)
 
 
@@ -96,8 +100,9 @@ def kernels():
 
 @functools.lru_cache(maxsize=None)
 def cooperative_kernels():
-    """``kernels/triangle.cu`` and ``kernels/strips.cu``, launched cooperatively: their
-    blocks wait on each other's flags, so all of them must be resident at once."""
+    """``kernels/triangle.cu``, ``kernels/strips.cu`` and ``kernels/tall.cu``, launched
+    cooperatively: their blocks wait on each other's flags, so all of them must be resident
+    at once."""
     import cupy as cp
     return cp.RawModule(code="\n".join(p.read_text() for p in _COOPERATIVE),
                         options=("-std=c++17",), enable_cooperative_groups=True)
@@ -121,6 +126,22 @@ def _reflect_smem(h, w, size):
     """Dynamic shared memory of ``reflect_panel`` (512 threads): panel, G, Y, tau and the
     buffer that halves the partial sums of Y (8 warps x w x 32)."""
     return (h * w + w * w + 32 * 32 + w + 8 * w * 32) * size
+
+
+def _tall_blocks(h, w, size, nsm):
+    """Blocks and rows per block of ``tall_qr`` (``kernels/tall.cu``) for an ``h x w``
+    panel: a block per 32 rows, at most one per SM; None where a block's rows do not fit
+    its shared memory."""
+    nb = min(nsm, -(-h // 32))
+    rows = -(-h // nb)
+    nb = -(-h // rows)                  # (no block without rows)
+    return (nb, rows) if _tall_smem(rows, w, size) <= _SMEM_LIMIT else None
+
+
+def _tall_smem(rows, w, size):
+    """Dynamic shared memory of ``tall_qr`` (512 threads): a block's rows, 512 partial
+    sums, three vectors of w."""
+    return ((rows | 1) * w + 512 + 3 * w) * size
 
 
 def _triangle_rpw(k, size):
@@ -1408,14 +1429,30 @@ class GpuExecutor(Executor):
                   shared_mem=plan.smem[1])
         return report
 
+    #: the widest panel that :meth:`factor_panel` gives ``tall_qr`` (each of its
+    #: reflectors sums a partial Gram row of every block); 0: never
+    tall_w_max = 512
+    #: and the fewest rows per column: its time grows with w alone (6 us a reflector on
+    #: an H200), geqrf's with h too; at h = 4 w and 5 w they tied, from 10 w on
+    #: ``tall_qr`` took 0.53 to 0.85 of geqrf's time (benchmarks/results/tall-panels-*.md)
+    tall_rows_per_column = 8
+
     def factor_panel(self, panel):
+        """As the reference executor's: in one block (``panel_qr``, ``kernels/panel.cu``)
+        where the panel fits its shared memory, else across the SMs (:meth:`tall_qr`)
+        where it is tall enough and that takes it, else cuSOLVER's ``geqrf``."""
         import cupy as cp
 
         h, w = panel.shape
         smem = (h * w + 34) * panel.dtype.itemsize
-        if (panel.dtype.kind == "c" or panel.dtype.itemsize not in (4, 8) or h < w
-                or smem > _SMEM_LIMIT):
+        if panel.dtype.kind == "c" or panel.dtype.itemsize not in (4, 8) or h < w:
             return super().factor_panel(panel)
+        if smem > _SMEM_LIMIT:
+            tall = self.tall_qr(panel) if h >= self.tall_rows_per_column * w else None
+            if tall is None:
+                return super().factor_panel(panel)
+            V, tau, Rp = tall
+            return V, wy_factor(V, tau), Rp
         P = cp.ascontiguousarray(panel)
         tau = cp.empty(w, dtype=P.dtype)
         T = cp.empty((w, w), dtype=P.dtype)
@@ -1425,6 +1462,48 @@ class GpuExecutor(Executor):
         V = cp.tril(P, -1)
         V[cp.arange(w), cp.arange(w)] = 1
         return V, T, cp.triu(P[:w])
+
+    def tall_qr(self, panel):
+        """Householder QR of a tall ``h x w`` panel (any strides) in one cooperative
+        launch of ``tall_qr`` (``kernels/tall.cu``): ``(V, tau, Rp)`` as
+        :func:`qrlab.householder.panel_qr` returns them (the same reflectors as LAPACK's
+        ``geqrf``, up to rounding), or None where the kernel does not take the panel
+        (a complex dtype, ``w`` past :attr:`tall_w_max`, ``h < w``, or rows per block
+        that do not fit a block's shared memory) or :attr:`method` is the papers'.
+
+        Each block keeps ``ceil(h / blocks)`` rows in shared memory; each reflector is
+        two grid barriers around a sum of the blocks' partial Gram rows (see the kernel),
+        added up in a fixed order: the same bits on every run.  cuSOLVER's ``geqrf``
+        takes a few launches per column.  On an H200 (interleaved, CUDA events,
+        ``benchmarks/tall_panels.py``): 9000 x 200 in 1.24 ms (float32) and 1.33
+        (float64) where geqrf took 2.13 and 2.34; 6000 x 100 in 0.58 and 0.63 (0.91,
+        0.99).  Such panels come before the Givens sweeps of adding columns (the rows of
+        Q^T U below R) and of removing rows (the rows of Q to remove, past R)."""
+        import cupy as cp
+
+        h, w = panel.shape
+        dt = panel.dtype
+        item = dt.itemsize
+        if (self.method == "paper" or dt.kind != "f" or item not in (4, 8) or h < w
+                or not 1 <= w <= min(self.tall_w_max, 512)
+                or any(s % item for s in panel.strides)):
+            return None
+        shape = _tall_blocks(h, w, item, _sm_count())
+        if shape is None:
+            return None
+        nb, rows = shape
+        V = cp.empty((h, w), dtype=dt)
+        Rp = cp.empty((w, w), dtype=dt)
+        tau = cp.empty(w, dtype=dt)
+        work = cp.empty((nb + 2 * w) * w, dtype=dt)
+        counts = cp.zeros(2, dtype=cp.int32)
+        smem = _tall_smem(rows, w, item)
+        fn = cooperative_kernels().get_function("tall_qr_" + ("f32" if item == 4 else "f64"))
+        fn.max_dynamic_shared_size_bytes = smem
+        fn((nb,), (512,), (panel, np.int64(panel.strides[0] // item),
+                           np.int64(panel.strides[1] // item), np.int32(h), np.int32(w),
+                           np.int32(rows), V, Rp, tau, work, counts), shared_mem=smem)
+        return V, tau, Rp
 
     def extend_basis(self, Y, width):
         """:meth:`Executor.extend_basis` in one launch of ``extend_basis``

@@ -140,10 +140,16 @@ def test_replay_matches_the_update(update, mode, dtype, m, n, p):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
-def test_large_panels_run_without_a_graph():
+@pytest.mark.parametrize("tall", [True, False], ids=["tall_qr", "geqrf"])
+def test_large_panels_run_without_a_graph(tall, monkeypatch):
     """An economic row removal whose new basis is a panel too tall for shared memory goes
+    to ``tall_qr`` (every SM, one launch), which a graph holds; or, with that kernel off,
     to cuSOLVER's QR, which a graph cannot hold: refused, and right without a graph."""
     import cupy as cp
+
+    from qrlab.gpu import GpuExecutor
+    if not tall:
+        monkeypatch.setattr(GpuExecutor, "tall_w_max", 0)
     graphs.clear()
     rng = np.random.default_rng(17)
     with graphs.using(True):
@@ -152,7 +158,10 @@ def test_large_panels_run_without_a_graph():
             Q1, R1 = qrlab.qr_delete(cp.asarray(Q), cp.asarray(R), k, 3, "row")
             _check(Q1.get(), R1.get(), A1, np.float64)
     info = graphs.info()
-    assert (info["recorded"], info["refused"], info["plain"]) == (0, 1, 3), info
+    if tall:
+        assert (info["recorded"], info["refused"]) == (1, 0) and info["replayed"] >= 1, info
+    else:
+        assert (info["recorded"], info["refused"], info["plain"]) == (0, 1, 3), info
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

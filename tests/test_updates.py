@@ -675,6 +675,95 @@ def test_cupy_fused_panels(m, n, p, k, dtype):
     check_factors(None, Rg.get(), np.delete(A, range(kc, kc + pc), axis=1))
 
 
+#: tall panels for ``tall_qr``: (h, w, what is done to the random panel); layouts both
+TALL_PANELS = [(300, 40, None), (5000, 7, None), (2000, 200, None), (256, 256, None),
+               (777, 1, None), (2000, 60, "duplicate"), (2000, 60, "zero"),
+               (2000, 60, "zero-first"), (2000, 60, "rank-5")]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", ["rows", "columns"])
+@pytest.mark.parametrize("h, w, change", TALL_PANELS)
+def test_cupy_tall_qr(h, w, change, layout, dtype):
+    """``tall_qr`` (``kernels/tall.cu``, every SM): the panel equals ``(I - V T V^T) [Rp;
+    0]`` with V unit lower trapezoidal and Rp upper triangular, both exactly, and the
+    reflectors orthogonal; at full rank R, tau and V are LAPACK's (same signs); rank
+    deficient panels (a repeated or zero column, rank 5) come out exact too."""
+    import cupy as cp
+
+    from qrlab.gpu import GpuExecutor
+    from qrlab.householder import wy_factor
+    rng = np.random.default_rng(h + w)
+    P = rng.standard_normal((h, w))
+    if change == "duplicate":
+        P[:, 7] = P[:, 3]
+    elif change == "zero":
+        P[:, 11] = 0
+    elif change == "zero-first":
+        P[:, 0] = 0
+    elif change == "rank-5":
+        P = P[:, :5] @ rng.standard_normal((5, w))
+    P = P.astype(dtype)
+    Pg = cp.asarray(P) if layout == "rows" else cp.asfortranarray(cp.asarray(P))
+    out = GpuExecutor().tall_qr(Pg)
+    assert out is not None
+    Vg, tau, Rp = out
+    np.testing.assert_array_equal(Pg.get(), P)              # the panel is left alone
+    V0, Rp = Vg.get(), Rp.get()
+    assert np.all(np.triu(V0, 1) == 0) and np.all(np.diag(V0) == 1)
+    assert np.all(np.tril(Rp, -1) == 0)
+    T = wy_factor(Vg, tau).get().astype(np.float64)
+    V = Vg.get()                        # (a reflector with tau = 0 left out of the WY form)
+    H = np.eye(h) - V @ T @ V.T
+    t = tol(dtype, h, w)
+    scale = max(1.0, np.linalg.norm(P))
+    assert np.linalg.norm(H[:, :w] @ Rp - P) <= t * scale
+    assert np.linalg.norm(H.T @ H - np.eye(h)) <= t
+    if change is None:
+        a, tau_ref = np.linalg.qr(P.astype(np.float64), mode="raw")
+        R_ref = np.triu(a.T[:w])
+        np.testing.assert_allclose(Rp, R_ref, atol=t * np.abs(R_ref).max())
+        np.testing.assert_allclose(tau.get(), tau_ref, atol=t)
+        np.testing.assert_allclose(V0, np.tril(a.T, -1) + np.eye(h, w),
+                                   atol=t * np.abs(V0).max())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("mode", ["full", "thin"])
+def test_cupy_updates_with_tall_panels(dtype, mode, monkeypatch):
+    """Adding columns (Householder QR of the rows of Q^T U below R, at k < n and k = n,
+    and all of them where few columns shift) and removing rows (the rows of Q to remove,
+    in their columns past R) with panels too tall for one block, so ``tall_qr`` factors
+    them: against NumPy and recomputation."""
+    import cupy as cp
+
+    from qrlab.gpu import GpuExecutor
+    calls = []
+    tall = GpuExecutor.tall_qr
+    monkeypatch.setattr(GpuExecutor, "tall_qr",
+                        lambda self, P: calls.append(P.shape) or tall(self, P))
+    rng = np.random.default_rng(29)
+    m, n, p = 3000, 100, 40
+    A = rng.standard_normal((m, n)).astype(dtype)
+    Uc = rng.standard_normal((m, p)).astype(dtype)
+    Q, R = factor(A, mode)
+    cases = [(qr_insert, (Uc, k, "col"), np.insert(A, [k] * p, Uc, axis=1))
+             for k in (0, 37, 95, n)]
+    cases.append((qr_delete, (1000, p, "row"), np.delete(A, range(1000, 1000 + p), axis=0)))
+    for f, args, A1 in cases:
+        Qg, Rg = f(cp.asarray(Q), cp.asarray(R),
+                   *[cp.asarray(a) if isinstance(a, np.ndarray) else a for a in args])
+        check_factors(Qg.get(), Rg.get(), A1, mode)
+        Qn, Rn = f(Q, R, *args)
+        np.testing.assert_allclose(abs(Rg.get()), abs(Rn), atol=tol(dtype, m, n) * np.abs(Rn).max())
+    if mode == "full":
+        assert len(calls) == len(cases), calls
+
+
 #: the triangle update's launches: one (its rows in one chunk, or in chunks of 5) or one
 #: per panel
 TRIANGLE_PATHS = pytest.mark.parametrize(
