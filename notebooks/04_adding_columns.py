@@ -266,6 +266,13 @@ plt.show()
 # * Adding columns needs $Q$: the new columns enter as $Q^T U$.
 # * Stage 1 (Householder) handles the part of $Q^T U$ below $R$; Stage 2 (Givens) the
 #   part beside $R$, where a reflector would fill the shifted columns.
+# * Stage 1 is a QR of a tall, narrow block ($9000 \times 200$ adding 200 columns to
+#   $12000 \times 3000$): $p$ dependent reflectors, each a sum over all $m - n$ rows.
+#   cuSOLVER's `geqrf` spends a few launches on each; on a GPU qrlab keeps a chunk of the
+#   rows on every SM, which hands on its partial sums once per reflector
+#   (`qrlab/kernels/tall.cu`: 2.3 ms down to 1.3 on an H200 in float64,
+#   `benchmarks/results/tall-panels-*.md`), and the sweeps of Stage 2 start that much
+#   sooner.
 # * Unless those shifted columns are few: for $p \ge 4 (n - k)$ qrlab's plan lets Stage
 #   1's reflectors fill them and then reduces them by Householder too
 #   (`stages.plan_insert_cols`): a few more flops on $Q$, and no chain of $2p + n - k$

@@ -301,3 +301,8 @@ plt.show()
 # * But $R$ is zero below row $n$: qrlab reduces $Z$'s columns past $n$ by Householder
 #   first, which leaves sweeps of $n + p - 1$ waves instead of $m + p - 2$ (about half at
 #   the papers' $m = 12000$, $n = 6000$).
+# * That Householder step is a QR of a tall, narrow block ($6000 \times 100$ there): $p$
+#   dependent reflectors, each a sum over all $m - n$ rows.  cuSOLVER's `geqrf` spends a
+#   few launches on each; on a GPU qrlab keeps a chunk of the rows on every SM, which
+#   hands on its partial sums once per reflector (`qrlab/kernels/tall.cu`: 0.99 ms down
+#   to 0.63 on an H200 in float64, `benchmarks/results/tall-panels-*.md`).

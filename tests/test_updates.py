@@ -592,6 +592,33 @@ def test_pipeline_pays(monkeypatch):
     assert not gpu._pipeline_pays(14000, 100, 4)
 
 
+@pytest.mark.parametrize("h, w, size, nsm", [
+    (9000, 200, 8, 132), (9000, 200, 4, 132), (33, 7, 8, 132), (32, 1, 4, 132),
+    (100000, 100, 8, 132), (6000, 100, 8, 16), (256, 256, 8, 132), (2020, 512, 8, 132)])
+def test_tall_blocks(h, w, size, nsm):
+    """``tall_qr``'s grid: at most one block per SM and per 32 rows, every row in a block,
+    every block with rows, and None exactly where a block's rows overflow its shared
+    memory."""
+    from qrlab import gpu
+    shape = gpu._tall_blocks(h, w, size, nsm)
+    nb = min(nsm, -(-h // 32))
+    rows = -(-h // nb)
+    if gpu._tall_smem(rows, w, size) > gpu._SMEM_LIMIT:
+        assert shape is None
+        return
+    nb, rows = shape
+    assert 1 <= nb <= min(nsm, -(-h // 32))
+    assert nb * rows >= h > (nb - 1) * rows                  # no block without rows
+    assert gpu._tall_smem(rows, w, size) <= gpu._SMEM_LIMIT
+
+
+def test_tall_blocks_refuses_what_does_not_fit():
+    """A panel whose rows per SM overflow shared memory goes elsewhere (None)."""
+    from qrlab import gpu
+    assert gpu._tall_blocks(100000, 100, 8, 132) is None     # 758 rows x 100 per block
+    assert gpu._tall_blocks(9000, 200, 8, 132) == (131, 69)  # 69 rows x 200: 120 KB
+
+
 # ----------------------------------------------------------------------------------
 # CuPy: the same updates on the GPU agree with NumPy (skipped without a GPU)
 # ----------------------------------------------------------------------------------
