@@ -1,5 +1,5 @@
 """Householder QR of tall panels on the GPU: ``tall_qr`` (``kernels/tall.cu``, every SM,
-one grid-wide exchange per reflector) against cuSOLVER's ``geqrf``, both as
+two grid barriers per reflector) against cuSOLVER's ``geqrf``, both as
 ``GpuExecutor.factor_panel`` returns them (V, the compact WY T, R), interleaved in one
 process (CUDA events, 2 warm-up calls of each, the median of 9).
 

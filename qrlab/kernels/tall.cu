@@ -75,7 +75,7 @@ __device__ void tall_qr(const T* __restrict__ P, long ldr, long ldc, int h, int 
         const bool owner = j >= r0 && j < r0 + nr;
         const int span = w - j, groups = nt / span;    // columns j .., groups of rows
         const T* cj = S + (size_t)j * lds;
-        // my partial Gram row: a thread per column and group of rows (w <= nt / 2)
+        // my partial Gram row: a thread per column and group of rows (w <= nt: a group at least)
         if (tid < span * groups) {
             const int l = j + tid % span, q = tid / span;
             const T* cl = S + (size_t)l * lds;
