@@ -1298,6 +1298,9 @@ def test_cupy_strip_sweeps_per_warp_checked(monkeypatch):
 
     from qrlab.gpu import GpuExecutor
     monkeypatch.setattr(GpuExecutor, "strip_sweeps_per_warp", 2)
+    # all 100 sweeps in one launch: passes of 32 pipelined (where that pays, as for so
+    # few rows) would fit two sweeps per warp
+    monkeypatch.setattr(GpuExecutor, "sweeps_per_pass", None)
     rng = np.random.default_rng(5)
     Q, R = (cp.asarray(x) for x in factor(rng.standard_normal((300, 200)), "full"))
     U = cp.asarray(rng.standard_normal((300, 100)))

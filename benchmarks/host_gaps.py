@@ -1,0 +1,138 @@
+"""How much of an update's CUDA-event time the GPU spends waiting for the host.
+
+    PYTHONPATH=. python3 benchmarks/host_gaps.py float32 float64 > FILE.log
+
+For one cell of each of 000's timing tables, the update that ``python -m qrlab.bench``
+times (the factors and the solve for x, on the same inputs every call):
+
+* event ms: the median of 5 calls timed as the benchmark times them (CUDA events around
+  the call, nothing queued before it), after 3 warm-up calls; the GPU idles wherever the
+  host has not yet queued the next operation;
+* host ms with the GPU busy: a one-thread kernel spinning for 60 (or 120) ms is queued
+  first, so that the whole update is queued behind it and runs without gaps; the call
+  returns when its last read of the device does (the solve's test of R's diagonal, at
+  the end), so its host time is the spin plus the update's own GPU time.  Once with
+  Python's profiler on, which names the functions that took the most host time (the one
+  that waits holds the spin), twice without;
+* Python calls: function calls under the profiler.
+
+The GPU time is host time minus the spin; the spin's length follows the SM clock, so with
+both spins it is ``2 h60 - h120`` (if the clock stays the same through both).  Single
+calls: differences of 0.2 ms are within what repeated calls differ by.
+"""
+import cProfile
+import io
+import pstats
+import statistics
+import sys
+import time
+
+import cupy as cp
+import numpy as np
+
+from qrlab import bench, updates
+from qrlab.backend import executor_for, solve_triangular
+
+EX = executor_for(cp, "blocked")
+
+
+# the updates of qrlab.bench.run_case, on the same arrays every call
+def c_insert_cols(Q, Rd, U, k, n, p):
+    Q1, R1 = updates._insert_cols(Q, Rd, U, k, "full", EX, nc=1)
+    return Q1, solve_triangular(R1[:n + p, :n + p], R1[:n + p, n + p])
+
+
+def c_delete_cols(Rd, k, n, p):
+    R1 = updates._delete_cols(None, Rd, k, p, "none", EX, nc=1)[1]
+    return solve_triangular(R1[:n - p, :n - p], R1[:n - p, n - p])
+
+
+def c_insert_rows(Rd, W, k, n, p):
+    R1 = updates._insert_rows(None, Rd, W, k, "none", EX, nc=1)[1]
+    return solve_triangular(R1[:n, :n], R1[:n, n])
+
+
+def c_delete_rows(Q, Rd, k, n, p):
+    Q1, R1 = updates._delete_rows(Q, Rd, k, p, "full", EX, nc=1)
+    return Q1, solve_triangular(R1[:n, :n], R1[:n, n])
+
+
+def setup(case, dt):
+    """The case's update as a callable of no arguments (its inputs made here)."""
+    rng = np.random.default_rng(1)
+    m, n, p, k, op = case["m"], case["n"], case["p"], case["k"], case["op"]
+
+    def rand(*shape):
+        return cp.asarray(rng.uniform(-1, 1, shape), dtype=dt)
+
+    A, b = rand(m, n), rand(m)
+    prm = dict(k=k, n=n, p=p)
+    if op in ("insert_cols", "delete_rows"):
+        Q, R = cp.linalg.qr(A, mode="complete")
+        Rd = cp.concatenate([R, (Q.T @ b)[:, None]], axis=1)
+        arrays = (Q, Rd, rand(m, p)) if op == "insert_cols" else (Q, Rd)
+    else:
+        Rd = cp.linalg.qr(cp.concatenate([A, b[:, None]], axis=1), mode="r")
+        arrays = (Rd,) if op == "delete_cols" else (
+            Rd, cp.concatenate([rand(p, n), rand(p)[:, None]], axis=1))
+    core = globals()["c_" + op]
+    return lambda: core(*arrays, **prm)
+
+
+SPIN = cp.RawKernel(r"""extern "C" __global__ void spin(long long t)
+{ long long s = clock64(); while (clock64() - s < t) {} }""", "spin")
+
+
+def host_profile(f, spin_ms=60.0, profile=True):
+    """Host time of f() with the GPU kept busy beforehand (spin_ms): the host never waits
+    for the GPU unless f reads the device; and the functions that took most host time."""
+    khz = cp.cuda.Device().attributes["ClockRate"]
+    cp.cuda.Device().synchronize()
+    SPIN((1,), (1,), (np.int64(spin_ms * khz),))
+    pr = cProfile.Profile()
+    t0 = time.perf_counter()
+    if profile:
+        pr.enable()
+    f()
+    if profile:
+        pr.disable()
+    host = 1e3 * (time.perf_counter() - t0)
+    cp.cuda.Device().synchronize()
+    if not profile:
+        return host, 0, []
+    out = io.StringIO()
+    pstats.Stats(pr, stream=out).sort_stats("tottime").print_stats(6)
+    lines = [line for line in out.getvalue().splitlines() if line.strip()[:1].isdigit()]
+    ncalls = sum(v[1] for v in pstats.Stats(pr).stats.values())
+    return host, ncalls, lines[:6]
+
+
+CELLS = [("T2", 4000, 3000, 200, 3000), ("T2", 12000, 3000, 200, 0),
+         ("T3", 8000, 6000, 200, 0), ("T5", 5000, 3000, 100, 2980),
+         ("T5", 8000, 3000, 1500, 2980), ("T6", 6000, 3000, 500, 0),
+         ("T7", 6000, 3000, 2000, 500), ("T8", 8000, 3000, 500, 0),
+         ("T9", 8000, 1000, 200, 0), ("T9", 8000, 7000, 1500, 0),
+         ("T10", 12000, 6000, 20, 0), ("T11", 8000, 6000, 100, 0)]
+
+
+def main(dtypes):
+    cases = {(c["table"], c["m"], c["n"], c["p"], c["k"]): c for c in bench.paper_cases()}
+    for dt in dtypes:
+        for key in CELLS:
+            update = setup(cases[key], dt)
+            for _ in range(3):
+                update()
+            event = statistics.median(1e3 * bench.timed_call(cp, update, ())
+                                      for _ in range(5))
+            host, ncalls, top = host_profile(update)
+            host120, _, _ = host_profile(update, spin_ms=120.0, profile=False)
+            host60, _, _ = host_profile(update, spin_ms=60.0, profile=False)
+            print(dt, *key, "event ms %.3f | host ms with GPU busy: profiled %.2f (spin 60),"
+                  " plain %.2f (spin 60) %.2f (spin 120); %d Python calls"
+                  % (event, host, host60, host120, ncalls), flush=True)
+            for line in top:
+                print("     ", line[:150])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
