@@ -1,6 +1,7 @@
 """How much of an update's CUDA-event time the GPU spends waiting for the host.
 
     PYTHONPATH=. python3 benchmarks/host_gaps.py float32 float64 > FILE.log
+    PYTHONPATH=. python3 benchmarks/host_gaps.py --gc > FILE.log
 
 For one cell of each of 000's timing tables, the update that ``python -m qrlab.bench``
 times (the factors and the solve for x, on the same inputs every call):
@@ -16,11 +17,16 @@ times (the factors and the solve for x, on the same inputs every call):
   that waits holds the spin), twice without;
 * Python calls: function calls under the profiler.
 
+With ``--gc``: three cells timed as the benchmark times them, 12 calls in a row, in rounds
+with Python's garbage collector on and off (collected before each round), and the time
+each call spent in collections (``gc.callbacks``).
+
 The GPU time is host time minus the spin; the spin's length follows the SM clock, so with
 both spins it is ``2 h60 - h120`` (if the clock stays the same through both).  Single
 calls: differences of 0.2 ms are within what repeated calls differ by.
 """
 import cProfile
+import gc
 import io
 import pstats
 import statistics
@@ -134,5 +140,44 @@ def main(dtypes):
                 print("     ", line[:150])
 
 
+def gc_rounds():
+    """Whether Python's garbage collector holds up the calls (see the module's text)."""
+    pauses = []
+    _t = {}
+
+    def cb(phase, info):
+        if phase == "start":
+            _t["t"] = time.perf_counter()
+        else:
+            pauses.append((info["generation"], 1e3 * (time.perf_counter() - _t["t"])))
+    gc.callbacks.append(cb)
+    print("objects tracked", len(gc.get_objects()), "thresholds", gc.get_threshold(),
+          flush=True)
+    cases = {(c["table"], c["m"], c["n"], c["p"], c["k"]): c for c in bench.paper_cases()}
+    for dt, key in (("float32", ("T5", 5000, 3000, 100, 2980)),
+                    ("float64", ("T2", 4000, 3000, 200, 3000)),
+                    ("float32", ("T10", 12000, 6000, 20, 0))):
+        f = setup(cases[key], dt)
+        for _ in range(3):
+            f()
+        for rnd in range(3):
+            for off in (False, True):
+                gc.collect()
+                if off:
+                    gc.disable()
+                ts, gcs = [], []
+                for _ in range(12):
+                    pauses.clear()
+                    ts.append(1e3 * bench.timed_call(cp, f, ()))
+                    gcs.append(sum(d for g, d in pauses))
+                gc.enable()
+                print(dt, key[0], "gc off" if off else "gc on ",
+                      "median %.2f" % statistics.median(ts), " ".join("%.2f" % t for t in ts),
+                      "| gc ms per call:", " ".join("%.1f" % g for g in gcs), flush=True)
+
+
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    if sys.argv[1:] == ["--gc"]:
+        gc_rounds()
+    else:
+        main(sys.argv[1:])
