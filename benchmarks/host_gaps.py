@@ -4,7 +4,9 @@
     PYTHONPATH=. python3 benchmarks/host_gaps.py --gc > FILE.log
 
 For one cell of each of 000's timing tables, the update that ``python -m qrlab.bench``
-times (the factors and the solve for x, on the same inputs every call):
+times (the factors and the solve for x; its inputs made as ``qrlab.bench.run_case`` makes
+them, but once, so every call runs on the same inputs, and the rows to add joined with
+their right-hand side beforehand rather than inside the call):
 
 * event ms: the median of 5 calls timed as the benchmark times them (CUDA events around
   the call, nothing queued before it), after 3 warm-up calls; the GPU idles wherever the
@@ -42,7 +44,8 @@ from qrlab.backend import executor_for, solve_triangular
 EX = executor_for(cp, "blocked")
 
 
-# the updates of qrlab.bench.run_case, on the same arrays every call
+# the updates of qrlab.bench.run_case (written there as closures over fresh inputs), on the
+# same arrays every call
 def c_insert_cols(Q, Rd, U, k, n, p):
     Q1, R1 = updates._insert_cols(Q, Rd, U, k, "full", EX, nc=1)
     return Q1, solve_triangular(R1[:n + p, :n + p], R1[:n + p, n + p])
@@ -121,11 +124,16 @@ CELLS = [("T2", 4000, 3000, 200, 3000), ("T2", 12000, 3000, 200, 0),
          ("T10", 12000, 6000, 20, 0), ("T11", 8000, 6000, 100, 0)]
 
 
+def paper_cell(key):
+    """The case of ``qrlab.bench.paper_cases`` with key (table, m, n, p, k)."""
+    return next(c for c in bench.paper_cases()
+                if (c["table"], c["m"], c["n"], c["p"], c["k"]) == key)
+
+
 def main(dtypes):
-    cases = {(c["table"], c["m"], c["n"], c["p"], c["k"]): c for c in bench.paper_cases()}
     for dt in dtypes:
         for key in CELLS:
-            update = setup(cases[key], dt)
+            update = setup(paper_cell(key), dt)
             for _ in range(3):
                 update()
             event = statistics.median(1e3 * bench.timed_call(cp, update, ())
@@ -149,18 +157,17 @@ def gc_rounds():
         if phase == "start":
             _t["t"] = time.perf_counter()
         else:
-            pauses.append((info["generation"], 1e3 * (time.perf_counter() - _t["t"])))
+            pauses.append(1e3 * (time.perf_counter() - _t["t"]))
     gc.callbacks.append(cb)
     print("objects tracked", len(gc.get_objects()), "thresholds", gc.get_threshold(),
           flush=True)
-    cases = {(c["table"], c["m"], c["n"], c["p"], c["k"]): c for c in bench.paper_cases()}
     for dt, key in (("float32", ("T5", 5000, 3000, 100, 2980)),
                     ("float64", ("T2", 4000, 3000, 200, 3000)),
                     ("float32", ("T10", 12000, 6000, 20, 0))):
-        f = setup(cases[key], dt)
+        f = setup(paper_cell(key), dt)
         for _ in range(3):
             f()
-        for rnd in range(3):
+        for _ in range(3):
             for off in (False, True):
                 gc.collect()
                 if off:
@@ -169,7 +176,7 @@ def gc_rounds():
                 for _ in range(12):
                     pauses.clear()
                     ts.append(1e3 * bench.timed_call(cp, f, ()))
-                    gcs.append(sum(d for g, d in pauses))
+                    gcs.append(sum(pauses))
                 gc.enable()
                 print(dt, key[0], "gc off" if off else "gc on ",
                       "median %.2f" % statistics.median(ts), " ".join("%.2f" % t for t in ts),
