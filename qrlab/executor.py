@@ -105,42 +105,45 @@ class Executor:
         return working_copy(Q, first=first), working_copy(R)
 
     # -- Householder panels ---------------------------------------------------------
-    def reflect(self, op: Reflect, Q, R):
-        if op.driver == "Q":
-            return self._reflect_by_q(op, Q, R)
-        rows = self.panel_rows(op, R)
+    def reflect(self, op: Reflect, Q, R, later=False):
+        """One Householder panel: columns ``cols`` of R, or with ``driver == "Q"`` rows
+        ``cols`` of Q (columns of ``M = [R, Q^H]``).  Its reflectors are found and the
+        panel set to its exact ``[Rp; 0]`` now; the rest (the compact WY ``T``, the
+        reflectors on R's columns past the panel, or past ``zero_to``, and on Q's other
+        rows or columns) is done now, or returned as a callable with ``later`` (the GPU
+        executor runs it beside the sweeps that start from the panel)."""
+        by_q = op.driver == "Q"
+        rows = self.panel_rows(op, Q if by_q else R)
         c0, c1 = op.cols
-        panel = R[rows, c0:c1]
-        V, T, Rp = self.factor_panel(panel)
-        R[rows, c0:c1] = self._reduced(panel, Rp)
-        c2 = c1 if op.zero_to is None else max(c1, op.zero_to)
-        if c2 < R.shape[1]:
-            R[rows, c2:] = apply_wy_left(V, T, R[rows, c2:])
-        if Q is not None:
-            self.reflect_q(Q, rows, V, T)
-
-    def _reflect_by_q(self, op: Reflect, Q, R, later=False):
-        """A panel of rows ``cols`` of Q (columns of ``M = [R, Q^H]``): its reflectors
-        are found and the panel's rows of Q set to their exact ``[Rp; 0]^H`` now; the
-        rest, the reflectors on the other rows of Q and on ``R[rows, zero_to:]``, is
-        done now, or returned as a callable with ``later`` (the GPU executor runs it
-        beside the sweeps that start from the panel's rows)."""
-        rows = self.panel_rows(op, Q)
-        c0, c1 = op.cols
-        panel = Q[c0:c1, rows].conj().T
-        V, T, Rp = self.factor_panel(panel)
-        Q[c0:c1, rows] = self._reduced(panel, Rp).conj().T
+        panel = Q[c0:c1, rows].conj().T if by_q else R[rows, c0:c1]
+        V, make_t, Rp = self.factor_panel(panel, later=True)
+        if by_q:
+            Q[c0:c1, rows] = self._reduced(panel, Rp).conj().T
+        else:
+            R[rows, c0:c1] = self._reduced(panel, Rp)
+        z = self.reflect_cols_from(op)
 
         def rest():
-            z = op.zero_to or 0
+            T = make_t()
             if z < R.shape[1]:
                 R[rows, z:] = apply_wy_left(V, T, R[rows, z:])
-            for other in (Q[:c0], Q[c1:]):
-                if other.shape[0]:
-                    self.reflect_q(other, rows, V, T)
+            if by_q:
+                for other in (Q[:c0], Q[c1:]):
+                    if other.shape[0]:
+                        self.reflect_q(other, rows, V, T)
+            elif Q is not None:
+                self.reflect_q(Q, rows, V, T)
         if later:
             return rest
         rest()
+
+    @staticmethod
+    def reflect_cols_from(op: Reflect):
+        """The first column of R that a panel's reflectors reach past the panel itself:
+        ``zero_to`` for a panel of rows of Q, else the end of the panel or ``zero_to``."""
+        if op.driver == "Q":
+            return op.zero_to or 0
+        return op.cols[1] if op.zero_to is None else max(op.cols[1], op.zero_to)
 
     @staticmethod
     def _reduced(panel, Rp):
@@ -162,11 +165,19 @@ class Executor:
         xp = array_module(M)
         return xp.asarray(op.row_list()) if len(op.rows) > 1 else slice(*op.rows[0])
 
-    def factor_panel(self, panel):
+    def factor_panel(self, panel, later=False):
         """Householder QR of one panel: ``V`` (unit lower trapezoidal), the compact WY
-        ``T`` with ``H_1 ... H_w = I - V T V^H``, and the triangle ``Rp``."""
+        ``T`` with ``H_1 ... H_w = I - V T V^H``, and the triangle ``Rp``.  With
+        ``later``, a callable that returns ``T`` in its place: a caller that needs only
+        ``Rp`` first leaves T's dozen array operations until then."""
         V, tau, Rp = panel_qr(panel)
-        return V, wy_factor(V, tau), Rp
+        return V, self.wy(V, tau, later), Rp
+
+    @staticmethod
+    def wy(V, tau, later=False):
+        """:func:`~qrlab.householder.wy_factor` ``(V, tau)``, or with ``later`` a callable
+        that returns it."""
+        return (lambda: wy_factor(V, tau)) if later else wy_factor(V, tau)
 
     @staticmethod
     def weak_tolerance(dtype, m):

@@ -983,7 +983,11 @@ class GpuExecutor(Executor):
         (``reflect_panel``); Q, when kept, gets the same reflectors by three GEMMs, left
         to :meth:`flush`: the next operation's first kernels need only R (the rotations
         of :meth:`sweeps` run beside those GEMMs; adding 200 columns at the front of a
-        12000 x 3000 factorization spends 2.2 ms of its first stage on them)."""
+        12000 x 3000 factorization spends 2.2 ms of its first stage on them).  A panel
+        that this launch does not take (a tall one: the rows of ``Q^H U`` below R, or
+        the rows of Q to remove) is factored now and all else is left to :meth:`flush`,
+        its compact WY ``T`` included: the sweeps after it start from the panel alone,
+        and each array operation queued before their launch is time the GPU waits."""
         if op.driver == "Q":
             # a panel of rows of Q (removing rows): found now, since the sweeps after it
             # start from those rows; its reflectors on the other rows of Q and on R (two
@@ -992,17 +996,15 @@ class GpuExecutor(Executor):
             # was left before (the working copies) unless that changes the panel's rows
             if self._deferred_stales_driver:
                 self.flush()
-            return self._defer(self._reflect_by_q(op, Q, R, later=True), stales_driver=False)
+            return self._defer(super().reflect(op, Q, R, later=True), stales_driver=False,
+                               r_from=self.reflect_cols_from(op))
         self.flush()
         w, h = op.width, op.height
         (a0, a1), (b0, b1) = op.rows[0], (op.rows[1] if len(op.rows) == 2 else (0, 0))
         if (not self.fusable(R.dtype, h, w) or len(op.rows) > 2 or a1 - a0 < w
                 or not R.flags.c_contiguous):
-            self._defer_q = True
-            try:
-                return super().reflect(op, Q, R)
-            finally:
-                self._defer_q = False
+            return self._defer(super().reflect(op, Q, R, later=True),
+                               stales_driver=Q is not None, r_from=self.reflect_cols_from(op))
         import cupy as cp
         V = tau = None
         if Q is not None:
@@ -1011,45 +1013,55 @@ class GpuExecutor(Executor):
         self.launch_reflect(R, a0, a1 - a0, R, b0, b1 - b0, 1, False, op.cols[0], w,
                             R.shape[1], V, tau)     # (one span of columns: zero_to unused)
         if Q is not None:
-            self._defer_reflect_q(Q, self.panel_rows(op, Q), V, wy_factor(V, tau))
+            rows = self.panel_rows(op, Q)
+            self._defer(lambda: self.reflect_q(Q, rows, V, wy_factor(V, tau)),
+                        stales_driver=True)
 
-    #: reflectors not yet applied to Q (and, by rows of Q, to R): a callable (see
-    #: :meth:`reflect`), run by :meth:`flush`
+    #: work left for later (reflectors on Q, on R past a panel, the working copies): a
+    #: callable, run by :meth:`flush`
     _deferred = None
     #: whether the deferred work leaves rows of Q that drive sweeps out of date
     _deferred_stales_driver = False
-    #: let :meth:`reflect_q` defer its products (set by :meth:`reflect` around the
-    #: reference executor's panel, which calls it)
-    _defer_q = False
+    #: the first column of R that the deferred work changes (sweeps driven by R's
+    #: columns from there on wait for it)
+    _deferred_r_from = np.inf
 
-    def _defer(self, work, stales_driver):
+    def _defer(self, work, stales_driver, r_from=np.inf):
         """Leave ``work()`` to :meth:`flush`, after what is left already; ``stales_driver``:
-        whether it changes rows of Q that drive sweeps."""
+        whether it changes rows of Q that drive sweeps; ``r_from``: the first column of R
+        it changes."""
         before = self._deferred
         if before is None:
-            self._deferred, self._deferred_stales_driver = work, stales_driver
+            self._deferred = work
+            self._deferred_stales_driver, self._deferred_r_from = stales_driver, r_from
         else:
             self._deferred = lambda: (before(), work())
             self._deferred_stales_driver = self._deferred_stales_driver or stales_driver
+            self._deferred_r_from = min(self._deferred_r_from, r_from)
 
-    def _defer_reflect_q(self, Q, rows, V, T):
-        """Leave :meth:`reflect_q` ``(Q, rows, V, T)`` to :meth:`flush`."""
-        self._defer(lambda: self.reflect_q(Q, rows, V, T), stales_driver=True)
+    def _stales(self, op: Sweeps):
+        """Whether the deferred work changes the lines that drive ``op``."""
+        if op.driver == "Q":
+            return self._deferred is not None and self._deferred_stales_driver
+        return self._deferred is not None and self._deferred_r_from < op.lines[1]
 
     def flush(self):
-        """Apply what :meth:`reflect` left for later, on the current stream."""
+        """Apply what was left for later, on the current stream."""
         apply, self._deferred = self._deferred, None
         if apply is not None:
             apply()
 
+    def run_op(self, op, Q, R, operands=None):
+        """As the reference executor's; what was left for later is done first, except
+        before a panel or sweeps (they know what the deferred work changes)."""
+        if not isinstance(op, (Reflect, Sweeps)):
+            self.flush()
+        super().run_op(op, Q, R, operands)
+
     def reflect_q(self, Q, rows, V, T):
         """``Q[:, rows] = Q[:, rows] (I - V T V^H)`` by two cuBLAS products on Q's own
         columns (``Q[:, rows] -= ((Q[:, rows] V) T) V^H``), where they are one span and
-        the dtype real: no copy of them in or out.  Inside :meth:`reflect`, left to
-        :meth:`flush`."""
-        if self._defer_q:
-            self._defer_q = False
-            return self._defer_reflect_q(Q, rows, V, T)
+        the dtype real: no copy of them in or out."""
         if not isinstance(rows, slice) or Q.dtype.kind != "f" or Q.strides[1] != Q.itemsize:
             return super().reflect_q(Q, rows, V, T)
         Qr = Q[:, rows]
@@ -1437,7 +1449,7 @@ class GpuExecutor(Executor):
     #: ``tall_qr`` took 0.53 to 0.85 of geqrf's time (benchmarks/results/tall-panels-*.md)
     tall_rows_per_column = 8
 
-    def factor_panel(self, panel):
+    def factor_panel(self, panel, later=False):
         """As the reference executor's: in one block (``panel_qr``, ``kernels/panel.cu``)
         where the panel fits its shared memory, else across the SMs (:meth:`tall_qr`)
         where it is tall enough and that takes it, else cuSOLVER's ``geqrf``."""
@@ -1446,13 +1458,13 @@ class GpuExecutor(Executor):
         h, w = panel.shape
         smem = (h * w + 34) * panel.dtype.itemsize
         if panel.dtype.kind == "c" or panel.dtype.itemsize not in (4, 8) or h < w:
-            return super().factor_panel(panel)
+            return super().factor_panel(panel, later)
         if smem > _SMEM_LIMIT:
             tall = self.tall_qr(panel) if h >= self.tall_rows_per_column * w else None
             if tall is None:
-                return super().factor_panel(panel)
+                return super().factor_panel(panel, later)
             V, tau, Rp = tall
-            return V, wy_factor(V, tau), Rp
+            return V, self.wy(V, tau, later), Rp
         P = cp.ascontiguousarray(panel)
         tau = cp.empty(w, dtype=P.dtype)
         T = cp.empty((w, w), dtype=P.dtype)
@@ -1460,8 +1472,8 @@ class GpuExecutor(Executor):
         fn.max_dynamic_shared_size_bytes = smem
         fn((1,), (self.threads,), (P, np.int32(h), np.int32(w), tau, T), shared_mem=smem)
         V = cp.tril(P, -1)
-        V[cp.arange(w), cp.arange(w)] = 1
-        return V, T, cp.triu(P[:w])
+        cp.fill_diagonal(V, 1)                  # (one strided fill, no index arrays)
+        return V, (lambda: T) if later else T, cp.triu(P[:w])
 
     def tall_qr(self, panel):
         """Householder QR of a tall ``h x w`` panel (any strides) in one cooperative
@@ -1563,16 +1575,6 @@ class GpuExecutor(Executor):
         Qv = None if Q is None else Q[q_rows]
         nq = 0 if Qv is None else Qv.shape[0]
         ntiles = -(-nq // 32) + (-(-(a1 - a0) // 32) if a1 > a0 else 0)
-        sync = cp.zeros(1 + ntiles, dtype=cp.int32)   # ticket, then per tile its groups
-
-        # 1. all rotations, computed on the driver lines: one block per strip of 32 lines
-        # and pass of sweeps (a later pass sees the earlier only through D), the passes
-        # pipelined in one launch where that pays, else up to 256 sweeps per launch
-        if op.driver == "Q" and self._deferred_stales_driver:
-            self.flush()                       # the driver rows of Q must be current
-        D = self.take_driver(op, Q, R)
-        C = cp.empty((nwaves, p), dtype=dt)
-        S = cp.empty((nwaves, p), dtype=dt)
         pays = self.pipeline_always or _pipeline_pays(nq + max(a1 - a0, 0), p, dt.itemsize)
         per_launch, pipelined = _strip_passes(p, self.sweeps_per_launch, self.sweeps_per_pass,
                                               self.pipeline_blocks or _sm_count(), pays)
@@ -1584,7 +1586,18 @@ class GpuExecutor(Executor):
         smem = fn.max_dynamic_shared_size_bytes = _strip_smem(dt.itemsize, q)
         passes, table = keep_alive(_strip_table(op, per_launch, cp.cuda.Device().id))
         strips = sum(nstrips for *_, nstrips in passes)
-        progress = cp.zeros(strips, dtype=cp.int32)
+        # the ticket, per tile its groups done, per strip its waves done: one memset
+        flags = cp.zeros(1 + ntiles + strips, dtype=cp.int32)
+        sync, progress = flags[:1 + ntiles], flags[1 + ntiles:]
+
+        # 1. all rotations, computed on the driver lines: one block per strip of 32 lines
+        # and pass of sweeps (a later pass sees the earlier only through D), the passes
+        # pipelined in one launch where that pays, else up to 256 sweeps per launch
+        if self._stales(op):
+            self.flush()                       # the driver lines must be current
+        D = self.take_driver(op, Q, R)
+        C = cp.empty((nwaves, p), dtype=dt)
+        S = cp.empty((nwaves, p), dtype=dt)
         ready = cp.cuda.get_current_stream().record()   # all that comes before
         args = (D, np.int32(p), tops, bottoms, np.int32(B))
         # a warp per q sweeps, no more: at 1024 threads (64 registers each) a block took

@@ -101,8 +101,7 @@ def wy_factor(V, tau):
     V[...] = xp.where(identity[None, :], 0, V)      # no host round trip on a GPU
     inv_tau = 1 / xp.where(identity, 1, tau)
     Tinv = xp.triu(matmul(V.conj().T, V), 1)
-    idx = xp.arange(w)
-    Tinv[idx, idx] = inv_tau
+    Tinv.reshape(-1)[:: w + 1] = inv_tau            # the diagonal: one strided copy
     # the diagonal is 1 / tau, never zero: no test (on a GPU it would wait for the device)
     return solve_triangular(Tinv, xp.eye(w, dtype=V.dtype), check=False)
 
