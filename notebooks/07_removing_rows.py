@@ -306,3 +306,9 @@ plt.show()
 #   few launches on each; on a GPU qrlab keeps a chunk of the rows on every SM, which
 #   hands on its partial sums once per reflector (`qrlab/kernels/tall.cu`: 0.99 ms down
 #   to 0.63 on an H200 in float64, `benchmarks/results/tall-panels-*.md`).
+# * The sweeps need only $Z$ after that step, not its compact WY factor $T$ nor the
+#   reflectors on the other rows of $Q$ and on $R$.  On a GPU those are queued after the
+#   rotation kernel's launch and run beside it: each array operation queued before the
+#   launch is time in which the GPU, with little else to do, waits for the host.
+#   Removing 20 rows of $12000 \times 6000$ so took 0.85 of its time on an H200
+#   (`benchmarks/results/panels-later-*.md`).
