@@ -4,9 +4,8 @@
     PYTHONPATH=. python3 benchmarks/host_gaps.py --gc > FILE.log
 
 For one cell of each of 000's timing tables, the update that ``python -m qrlab.bench``
-times (the factors and the solve for x; its inputs made as ``qrlab.bench.run_case`` makes
-them, but once, so every call runs on the same inputs, and the rows to add joined with
-their right-hand side beforehand rather than inside the call):
+times (``qrlab.bench.case_setup``: the factors and the solve for x), its inputs made
+once, so that every call runs on the same inputs:
 
 * event ms: the median of 5 calls timed as the benchmark times them (CUDA events around
   the call, nothing queued before it), after 3 warm-up calls; the GPU idles wherever the
@@ -38,54 +37,15 @@ import time
 import cupy as cp
 import numpy as np
 
-from qrlab import bench, updates
-from qrlab.backend import executor_for, solve_triangular
-
-EX = executor_for(cp, "blocked")
-
-
-# the updates of qrlab.bench.run_case (written there as closures over fresh inputs), on the
-# same arrays every call
-def c_insert_cols(Q, Rd, U, k, n, p):
-    Q1, R1 = updates._insert_cols(Q, Rd, U, k, "full", EX, nc=1)
-    return Q1, solve_triangular(R1[:n + p, :n + p], R1[:n + p, n + p])
-
-
-def c_delete_cols(Rd, k, n, p):
-    R1 = updates._delete_cols(None, Rd, k, p, "none", EX, nc=1)[1]
-    return solve_triangular(R1[:n - p, :n - p], R1[:n - p, n - p])
-
-
-def c_insert_rows(Rd, W, k, n, p):
-    R1 = updates._insert_rows(None, Rd, W, k, "none", EX, nc=1)[1]
-    return solve_triangular(R1[:n, :n], R1[:n, n])
-
-
-def c_delete_rows(Q, Rd, k, n, p):
-    Q1, R1 = updates._delete_rows(Q, Rd, k, p, "full", EX, nc=1)
-    return Q1, solve_triangular(R1[:n, :n], R1[:n, n])
+from qrlab import bench
 
 
 def setup(case, dt):
-    """The case's update as a callable of no arguments (its inputs made here)."""
-    rng = np.random.default_rng(1)
-    m, n, p, k, op = case["m"], case["n"], case["p"], case["k"], case["op"]
-
-    def rand(*shape):
-        return cp.asarray(rng.uniform(-1, 1, shape), dtype=dt)
-
-    A, b = rand(m, n), rand(m)
-    prm = dict(k=k, n=n, p=p)
-    if op in ("insert_cols", "delete_rows"):
-        Q, R = cp.linalg.qr(A, mode="complete")
-        Rd = cp.concatenate([R, (Q.T @ b)[:, None]], axis=1)
-        arrays = (Q, Rd, rand(m, p)) if op == "insert_cols" else (Q, Rd)
-    else:
-        Rd = cp.linalg.qr(cp.concatenate([A, b[:, None]], axis=1), mode="r")
-        arrays = (Rd,) if op == "delete_cols" else (
-            Rd, cp.concatenate([rand(p, n), rand(p)[:, None]], axis=1))
-    core = globals()["c_" + op]
-    return lambda: core(*arrays, **prm)
+    """The case's update as ``qrlab.bench.run_case`` times it, as a callable of no
+    arguments, on inputs made here once."""
+    update, _, make, _ = bench.case_setup(cp, case, dt)
+    args = make()
+    return lambda: update(*args)
 
 
 SPIN = cp.RawKernel(r"""extern "C" __global__ void spin(long long t)

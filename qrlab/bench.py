@@ -241,9 +241,14 @@ def measure_ceilings(xp, dtype):
     return 2 * size ** 3 / tg, 2 * src.nbytes / tc
 
 
-def run_case(xp, case, dtype, reps, method="blocked", warmup=1):
-    """Time one case (``warmup`` untimed calls of each timed function first); returns the
-    case dict with timings added."""
+def case_setup(xp, case, dtype, method="blocked"):
+    """One case's inputs (seeded) and the functions that :func:`run_case` times.
+
+    Returns ``(update, new_matrix, make, needs_q)``: ``update(*make())`` is the timed
+    update (the factors the case needs, then the triangular solve for x), ``make()``
+    draws its fresh inputs (the columns or rows to add), ``new_matrix(*args)`` forms the
+    updated ``A`` and ``b`` for the baseline, and ``needs_q`` says whether the update
+    keeps the full Q."""
     rng = np.random.default_rng(1)
     m, n, p, k, op = case["m"], case["n"], case["p"], case["k"], case["op"]
     dt = np.dtype(dtype)
@@ -262,7 +267,6 @@ def run_case(xp, case, dtype, reps, method="blocked", warmup=1):
         # without Q, the triangle of [A, b] (n + 1 square): R, d's first n entries in its
         # last column and the residual norm in its corner, as LeastSquaresQR(q='none')
         Rd = xp.linalg.qr(xp.concatenate([A, b[:, None]], axis=1), mode="r")
-    timer = Timer(xp, warmup)
 
     if op == "insert_cols":
         def update(U):
@@ -301,7 +305,16 @@ def run_case(xp, case, dtype, reps, method="blocked", warmup=1):
             return (xp.concatenate([A[:k], A[k + p:]], axis=0),
                     xp.concatenate([b[:k], b[k + p:]]))
         make = lambda: ()                                               # noqa: E731
+    return update, new_matrix, make, needs_q
 
+
+def run_case(xp, case, dtype, reps, method="blocked", warmup=1):
+    """Time one case (``warmup`` untimed calls of each timed function first); returns the
+    case dict with timings added."""
+    m, n, p, k, op = case["m"], case["n"], case["p"], case["k"], case["op"]
+    dt = np.dtype(dtype)
+    update, new_matrix, make, needs_q = case_setup(xp, case, dtype, method)
+    timer = Timer(xp, warmup)
     t_update, runs = timer(update, make, reps)
     # accuracy of this case's solution against the recomputed one
     args = make()
