@@ -248,37 +248,42 @@ def solve_triangular(R, B, check=True, trans=False):
         from scipy.linalg import solve_triangular
         return solve_triangular(R, B, trans="T" if trans else "N", lower=False,
                                 check_finite=check)
-    # On a GPU the diagonal test is queued before the solve and read after it: one wait
-    # for the device, with the solve already behind it (a zero makes the solve's values
-    # non-finite, and they are dropped).
-    nonzero = (xp.diagonal(R) != 0).all() if check and R.shape[0] else None
-    if trans:
-        from cupyx.scipy.linalg import solve_triangular
-        x = solve_triangular(R, B, trans="T", lower=False)
-    else:
-        x = _solve_on_gpu(R, B)
-    if nonzero is not None and not bool(nonzero):
+    # On a GPU the diagonal test is made by the solve's kernel, or queued before the
+    # solve, and read after it: one wait for the device, with the solve already behind it
+    # (a zero makes the solve's values non-finite, and they are dropped).
+    x, singular = _solve_on_gpu(R, B, trans, check and R.shape[0] > 0)
+    if singular is not None and bool(singular):
         raise np.linalg.LinAlgError(_SINGULAR)
     return x
 
 
-def _solve_on_gpu(R, B):
-    """The CuPy solve of :func:`solve_triangular`, without the diagonal test."""
-    if (B.ndim == 1 or B.shape[1] == 1) and R.dtype == B.dtype and R.dtype.kind == "f" \
-            and R.strides[1] == R.itemsize and R.shape[0] >= 128:
+def _solve_on_gpu(R, B, trans=False, check=False):
+    """The CuPy solve of :func:`solve_triangular`: ``(x, singular)``, ``singular`` a
+    device scalar, true where R's diagonal holds a zero (None without ``check``)."""
+    xp = array_module(R)
+    if (not trans and (B.ndim == 1 or B.shape[1] == 1) and R.dtype == B.dtype
+            and R.dtype.kind == "f" and R.strides[1] == R.itemsize and R.shape[0] >= 128
+            and B.strides[0] % B.itemsize == 0):
         # one right-hand side, as a least-squares solve has: a fused kernel (cuBLAS's
-        # trsm took 4 to 6 times as long for n = 3000 to 10000 on an H100)
+        # trsm took 4 to 6 times as long for n = 3000 to 10000 on an H100), which makes
+        # the diagonal test too: two launches in all where the test and a copy of a
+        # strided right-hand side took four more (tens of microseconds of host time
+        # each, at the end of an update, with the GPU idle)
         from .gpu import back_solve
-        x = back_solve(R, B.reshape(-1))
-        return x if B.ndim == 1 else x[:, None]
+        x, singular = back_solve(R, B.reshape(-1), check=True)
+        return (x if B.ndim == 1 else x[:, None]), (singular if check else None)
+    singular = (xp.diagonal(R) == 0).any() if check else None
+    if trans:
+        from cupyx.scipy.linalg import solve_triangular
+        return solve_triangular(R, B, trans="T", lower=False), singular
     if R.dtype == B.dtype and R.dtype.kind == "f" and R.dtype.itemsize in (4, 8):
         from .blas import trsm               # (cuBLAS called by qrlab: a graph can record it)
         try:
-            return trsm(R, B)
+            return trsm(R, B), singular
         except ValueError:                   # (no contiguous rows or columns)
             pass
     from cupyx.scipy.linalg import solve_triangular     # (no finite test by default)
-    return solve_triangular(R, B, lower=False)
+    return solve_triangular(R, B, lower=False), singular
 
 
 def working_copy(A, first=(0, 0), upper=False, scale=None):

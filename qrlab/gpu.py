@@ -264,27 +264,34 @@ def _alone_smem():
     return half if half <= attrs["MaxSharedMemoryPerBlockOptin"] else 0
 
 
-def back_solve(R, y):
+def back_solve(R, y, check=False):
     """``x`` with ``R x = y`` for an upper triangular ``R`` (n x n, float32 or float64,
     rows contiguous) and one right-hand side ``y`` (n,), in one launch of
     ``back_solve`` (``kernels/structured.cu``): a block per 64 rows, the diagonal blocks
-    inverted while they wait for the rows below.  Reads only ``triu(R)``; a zero on the
-    diagonal gives non-finite values (callers test the diagonal first)."""
+    inverted while they wait for the rows below.  Reads only ``triu(R)``, and ``y`` with
+    its own stride (a column of a row-major array: no copy).  A zero on the diagonal
+    gives non-finite values; with ``check``, returns ``(x, singular)``, ``singular`` a
+    device int that the launch sets to 1 where R's diagonal holds a zero (the test of
+    :func:`qrlab.backend.solve_triangular`, made by the blocks that read the diagonal
+    anyway: no launches of its own, and reading it waits for the solve alone)."""
     import cupy as cp
     n, item = R.shape[0], R.dtype.itemsize
-    if R.strides[1] != item or R.dtype != y.dtype or item not in (4, 8):
-        raise ValueError("back_solve: R needs contiguous rows, and y R's real dtype")
+    if (R.strides[1] != item or R.dtype != y.dtype or item not in (4, 8)
+            or y.strides[0] % item):
+        raise ValueError("back_solve: R needs contiguous rows, and y R's real dtype "
+                         "(whole values apart)")
     x = cp.empty(n, dtype=R.dtype)
-    if n == 0:
-        return x
     nb = -(-n // 64)
-    sync = cp.zeros(1 + nb, dtype=cp.int32)         # ticket, then a flag per block
-    smem = (2 * 64 * 68 + 32 * 68 + 64) * item
-    fn = kernels().get_function("back_solve_" + ("f32" if item == 4 else "f64"))
-    fn.max_dynamic_shared_size_bytes = smem
-    fn((nb,), (256,), (R, np.int64(R.strides[0] // item), cp.ascontiguousarray(y), x,
-                       np.int32(n), sync), shared_mem=smem)
-    return x
+    # ticket, a flag per block, singular: one memset
+    sync = cp.zeros(2 + nb, dtype=cp.int32)
+    if n:
+        smem = (2 * 64 * 68 + 32 * 68 + 64) * item
+        fn = kernels().get_function("back_solve_" + ("f32" if item == 4 else "f64"))
+        fn.max_dynamic_shared_size_bytes = smem
+        fn((nb,), (256,), (R, np.int64(R.strides[0] // item), y,
+                           np.int64(y.strides[0] // item), x, np.int32(n), sync),
+           shared_mem=smem)
+    return (x, sync[1 + nb]) if check else x
 
 
 #: copy_rows' kernel for each (kind, item size): real values, or complex as bytes

@@ -213,6 +213,38 @@ def test_cupy_back_solve_rejects_and_small_cases():
         backend.solve_triangular(R - cp.diag(cp.diag(R)), cp.ones(200))
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("zero_at", [0, 63, 64, 199, 299])
+def test_cupy_back_solve_flags_a_zero_pivot(dtype, zero_at):
+    """The solve kernel makes solve_triangular's test of the diagonal itself: one zero
+    pivot in any block (the first, the last, either side of a block's edge) raises
+    LinAlgError, for a right-hand side with a stride (a column of a row-major [R, b]); a
+    nonzero diagonal with check=False still solves."""
+    cp = _cupy_with_gpu()
+    n = 300
+    rng = np.random.default_rng(zero_at)
+    M = np.triu(rng.standard_normal((n, n + 1))) + np.eye(n, n + 1) * (2 + np.sqrt(n))
+    M[:, n] = rng.standard_normal(n)
+    Md = cp.asarray(M, dtype=dtype)
+    Rd, bd = Md[:, :n], Md[:, n]                      # bd: a stride of n + 1 values
+    import scipy.linalg as sl
+    x_ref = sl.solve_triangular(M[:, :n], M[:, n], lower=False)
+    x = backend.solve_triangular(Rd, bd)
+    err = np.abs(cp.asnumpy(x) - x_ref).max() / np.abs(x_ref).max()
+    assert err < 50 * np.finfo(dtype).eps * np.sqrt(n), err
+    Md[zero_at, zero_at] = 0
+    with pytest.raises(np.linalg.LinAlgError, match="singular"):
+        backend.solve_triangular(Rd, bd)
+    with pytest.raises(np.linalg.LinAlgError, match="singular"):
+        backend.solve_triangular(Rd, bd[:, None])
+    from qrlab.gpu import back_solve
+    x, singular = back_solve(Rd, bd, check=True)
+    assert int(singular) == 1 and x.shape == (n,)
+    Md[zero_at, zero_at] = 1
+    assert int(back_solve(Rd, bd, check=True)[1]) == 0
+
+
 # --- working_copy ----------------------------------------------------------------------
 def _layouts(M):
     """M as the layouts an update receives: row-major, column-major (cupy.linalg.qr's Q),

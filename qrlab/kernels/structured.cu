@@ -2098,7 +2098,9 @@ __global__ void __launch_bounds__(ST_NT, 2) structured_apply_f64(
 // flag, 64 values of x and two 64 x 64 products with a vector.  Inverting the diagonal
 // blocks is what MAGMA's triangular solves do too; the result differs from substitution
 // by rounding, within the usual bounds for a well-conditioned R_II.
-// sync: ints, zero: [ticket, then per block its flag].
+// sync: ints, zero: [ticket, then per block its flag, then a flag that a block sets where
+// its diagonal holds a zero (solve_triangular's test, without a launch of its own)].  y
+// has a stride of incy values (a column of a row-major R carried beside it, say).
 
 template <typename T>
 __device__ __forceinline__ T st_row_dot(const T* A, const T* v)
@@ -2116,7 +2118,7 @@ __device__ __forceinline__ T st_row_dot(const T* A, const T* v)
 
 template <typename T>
 __device__ void st_back_solve(const T* __restrict__ R, long ldr, const T* __restrict__ y,
-                              T* x, int n, int* sync)
+                              long incy, T* x, int n, int* sync)
 {
     extern __shared__ __align__(16) unsigned char st_raw[];
     T* const inv = reinterpret_cast<T*>(st_raw);       // R_II^{-1}
@@ -2135,13 +2137,15 @@ __device__ void st_back_solve(const T* __restrict__ R, long ldr, const T* __rest
     __syncthreads();
     if (tid < ST_B) {
         if (tid >= h) tile[tid * ST_LD + tid] = 1;      // the identity past n
+        else if (tile[tid * ST_LD + tid] == T(0))
+            flags[nb] = 1;                              // singular (every writer stores 1)
         rdiag[tid] = T(1) / tile[tid * ST_LD + tid];
     }
     __syncthreads();
     st_invert(inv, tile, rdiag, tmp);
     // s_r, held by the first of the four lanes of row r
     const int r = tid >> 2;
-    T s = (r < h) ? y[r0 + r] : T(0);
+    T s = (r < h) ? y[(long)(r0 + r) * incy] : T(0);
     for (int J = nb - 1; J > I; --J) {
         __syncthreads();                                // the tile and xin are free
         st_stash<64>(tile, nxt);
@@ -2163,11 +2167,11 @@ __device__ void st_back_solve(const T* __restrict__ R, long ldr, const T* __rest
 
 extern "C" {
 __global__ void __launch_bounds__(ST_NT) back_solve_f32(const float* R, long ldr,
-                                                       const float* y, float* x, int n,
-                                                       int* sync)
-{ st_back_solve(R, ldr, y, x, n, sync); }
+                                                       const float* y, long incy, float* x,
+                                                       int n, int* sync)
+{ st_back_solve(R, ldr, y, incy, x, n, sync); }
 __global__ void __launch_bounds__(ST_NT) back_solve_f64(const double* R, long ldr,
-                                                       const double* y, double* x, int n,
-                                                       int* sync)
-{ st_back_solve(R, ldr, y, x, n, sync); }
+                                                       const double* y, long incy, double* x,
+                                                       int n, int* sync)
+{ st_back_solve(R, ldr, y, incy, x, n, sync); }
 }
