@@ -1,0 +1,40 @@
+"""The one-launch triangle update's critical path per panel, float32 against float64.
+
+    PYTHONPATH=. python3 benchmarks/triangle_trace.py
+
+For [R; B] with R n x n upper triangular and B k x n (n = 2500 and 3000, k = 500: the
+triangles of 000 Tables 6 and 8), every count of chunks of B's rows from 2 to 16 and the
+count that ``qrlab.gpu._triangle_chunks`` picks: the launch's time (CUDA events, median
+of 5 after one untimed call, on copies of the same inputs), and from the kernel's time
+stamps (``profile_panels.panel_trace``) the median microseconds per panel of each stage
+on the first chunk's critical path (waiting for the panel before, loading, updating the
+panel's columns, factoring, publishing) and the span.
+"""
+import sys, statistics
+import cupy as cp, numpy as np
+sys.path.insert(0, "benchmarks")
+from profile_panels import panel_trace
+from qrlab.gpu import GpuExecutor, _triangle_chunks, _sm_count
+
+def timed(ex, R, W, reps=5):
+    ts = []
+    for _ in range(reps + 1):
+        R1, W1 = R.copy(), W.copy()
+        a, b = cp.cuda.Event(), cp.cuda.Event()
+        a.record(); ex.triangle_update(R1, W1, 1, check=False); b.record(); b.synchronize()
+        ts.append(cp.cuda.get_elapsed_time(a, b))
+    return statistics.median(ts[1:])
+
+rng = np.random.default_rng(0)
+for dt in (cp.float32, cp.float64):
+    for n, k in [(2500, 500), (3000, 500)]:
+        R = cp.asarray(np.triu(rng.standard_normal((n, n))) + 2 * n * np.eye(n), dtype=dt)
+        W = cp.asarray(rng.standard_normal((k, n)), dtype=dt)
+        ex = GpuExecutor()
+        model = ex.triangle_chunks(n, n, k, dt)
+        for nc in sorted({model, 2, 3, 4, 5, 6, 8, 10, 12, 16}):
+            ex.triangle_chunk = -(-k // nc)
+            t = timed(ex, R, W)
+            line = panel_trace(ex, R.copy(), W.copy())
+            print(np.dtype(dt).name, n, k, "chunks", nc, "(model)" if nc == model else "",
+                  "ms %.3f" % t, "|", line, flush=True)
