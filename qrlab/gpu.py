@@ -980,7 +980,7 @@ class GpuExecutor(Executor):
                 def rest():
                     copy_rows(Q, first, out=Q_w, rows=(p, Q.shape[0]))
                     copy_rows(R, out=R_w)
-                self._defer(rest, stales_driver=False)
+                self._defer(rest, stales_driver=False, r_from=0)   # (Q's rows past p)
                 return Q_w, R_w
         return super().working_copies(Q, R, first)
 
@@ -1055,6 +1055,7 @@ class GpuExecutor(Executor):
     def flush(self):
         """Apply what was left for later, on the current stream."""
         apply, self._deferred = self._deferred, None
+        self._deferred_stales_driver, self._deferred_r_from = False, np.inf
         if apply is not None:
             apply()
 
