@@ -10,20 +10,30 @@ stamps (``profile_panels.panel_trace``) the median microseconds per panel of eac
 on the first chunk's critical path (waiting for the panel before, loading, updating the
 panel's columns, factoring, publishing) and the span.
 """
-import sys, statistics
-import cupy as cp, numpy as np
+import statistics
+import sys
+
+import cupy as cp
+import numpy as np
+
+from qrlab.gpu import GpuExecutor
+
 sys.path.insert(0, "benchmarks")
-from profile_panels import panel_trace
-from qrlab.gpu import GpuExecutor, _triangle_chunks, _sm_count
+from profile_panels import panel_trace  # noqa: E402
+
 
 def timed(ex, R, W, reps=5):
     ts = []
     for _ in range(reps + 1):
         R1, W1 = R.copy(), W.copy()
         a, b = cp.cuda.Event(), cp.cuda.Event()
-        a.record(); ex.triangle_update(R1, W1, 1, check=False); b.record(); b.synchronize()
+        a.record()
+        ex.triangle_update(R1, W1, 1, check=False)
+        b.record()
+        b.synchronize()
         ts.append(cp.cuda.get_elapsed_time(a, b))
     return statistics.median(ts[1:])
+
 
 rng = np.random.default_rng(0)
 for dt in (cp.float32, cp.float64):

@@ -1038,19 +1038,16 @@ class GpuExecutor(Executor):
         whether it changes rows of Q that drive sweeps; ``r_from``: the first column of R
         it changes."""
         before = self._deferred
-        if before is None:
-            self._deferred = work
-            self._deferred_stales_driver, self._deferred_r_from = stales_driver, r_from
-        else:
-            self._deferred = lambda: (before(), work())
-            self._deferred_stales_driver = self._deferred_stales_driver or stales_driver
-            self._deferred_r_from = min(self._deferred_r_from, r_from)
+        self._deferred = work if before is None else (lambda: (before(), work()))
+        # (with nothing left, the marks are False and inf: flush clears them)
+        self._deferred_stales_driver = self._deferred_stales_driver or stales_driver
+        self._deferred_r_from = min(self._deferred_r_from, r_from)
 
     def _stales(self, op: Sweeps):
         """Whether the deferred work changes the lines that drive ``op``."""
         if op.driver == "Q":
-            return self._deferred is not None and self._deferred_stales_driver
-        return self._deferred is not None and self._deferred_r_from < op.lines[1]
+            return self._deferred_stales_driver
+        return self._deferred_r_from < op.lines[1]
 
     def flush(self):
         """Apply what was left for later, on the current stream."""
