@@ -365,9 +365,9 @@ __device__ void tri_factor_columns(const T* S, T* D, T* Gt, T* pd, T* cbuf, T* t
         const T alpha = __shfl_sync(full, my_alpha, j);
         T sig = ONE ? __shfl_sync(full, my_sig, j) : T(0);
         T xj[RPW], d[4] = {0, 0, 0, 0};
-        if constexpr (RPW >= 16) {
-            T* slot = cb + (j & 1) * RPW;     // two slots: lanes still reading step j - 1's
-            if (c == j)                       // column leave the other one alone
+        T* slot = cb + (j & 1) * RPW;         // two slots: lanes still reading step j - 1's
+        if constexpr (RPW >= 16) {            // column leave the other one alone
+            if (c == j)
 #pragma unroll
                 for (int i = 0; i < RPW; i += 4) st4(slot + i, x + i);
             __syncwarp();
@@ -383,23 +383,40 @@ __device__ void tri_factor_columns(const T* S, T* D, T* Gt, T* pd, T* cbuf, T* t
         if constexpr (!ONE) {                 // every warp sums the partials in one order
             T* buf = pd + (j & 1) * TRI_W * PS;   // two buffers: one barrier per step
             buf[c * PS + warp] = dot;
-            asm volatile("bar.sync 1, %0;" :: "r"(nw * 32));
-            T dv[4] = {0, 0, 0, 0}, sv[4] = {0, 0, 0, 0};
+            // (a memory clobber: column j is read again from its slot after the barrier,
+            // so that its registers are free for the partials)
+            asm volatile("bar.sync 1, %0;" :: "r"(nw * 32) : "memory");
+            // every partial loaded before any is added, so that they wait on shared
+            // memory once, then summed by a tree
+            T a[8], g[8];
 #pragma unroll
-            for (int f = 0; f < TRI_NT / 32; f += 4) {
+            for (int f = 0; f < 8; f += 4) {
                 if (f < nw4) {
-                    T a[4], g[4];
-                    lds4(buf + c * PS + f, a);
-                    lds4(buf + j * PS + f, g);
+                    lds4(buf + c * PS + f, a + f);
+                    lds4(buf + j * PS + f, g + f);
+                } else {
+#pragma unroll
+                    for (int u = 0; u < 4; ++u) a[f + u] = g[f + u] = 0;
+                }
+            }
+#pragma unroll
+            for (int f = 8; f < TRI_NT / 32; f += 4) {    // more than eight warps
+                if (f < nw4) {
+                    T a2[4], g2[4];
+                    lds4(buf + c * PS + f, a2);
+                    lds4(buf + j * PS + f, g2);
 #pragma unroll
                     for (int u = 0; u < 4; ++u) {
-                        dv[u] += a[u];
-                        sv[u] += g[u];
+                        a[f % 8 + u] += a2[u];
+                        g[f % 8 + u] += g2[u];
                     }
                 }
             }
-            dot = (dv[0] + dv[1]) + (dv[2] + dv[3]);
-            sig = (sv[0] + sv[1]) + (sv[2] + sv[3]);
+            dot = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+            sig = ((g[0] + g[1]) + (g[2] + g[3])) + ((g[4] + g[5]) + (g[6] + g[7]));
+            if constexpr (RPW >= 16)
+#pragma unroll
+                for (int i = 0; i < RPW; i += 4) lds4(slot + i, xj + i);
         }
         // beta = -sign(alpha) ||[alpha; b_j]||_J, t = (beta - alpha) / beta, scale =
         // 1 / (alpha - beta): no cancellation in either (alpha and beta differ in sign)
@@ -416,10 +433,12 @@ __device__ void tri_factor_columns(const T* S, T* D, T* Gt, T* pd, T* cbuf, T* t
         const T t = build ? fma(-alpha, flip ? -r : r, T(1)) : T(0);
         const T scale = build ? tri_rcp(alpha - beta) : T(0);
         fail_j = !ok && wanted ? min(fail_j, j) : fail_j;   // a breakdown: skipped
-        // u_j^T J x_c = R[j][c] + sgn scale (b_j . b_c);  x_c -= t (u_j^T J x_c) u_j
+        // u_j^T J x_c = R[j][c] + sgn scale (b_j . b_c);  x_c -= t (u_j^T J x_c) u_j, and
+        // on B's rows t scale = -1 / beta = +-r, one product less on the chain
         const bool later = c > j && c < wt;
-        const T dc = t * fma(sgn * scale, dot, a_c);
-        const T f = later ? dc * scale : T(0);
+        const T uj = fma(scale, sgn * dot, a_c);
+        const T dc = t * uj;
+        const T f = later && build ? (flip ? r : -r) * uj : T(0);
 #pragma unroll
         for (int i = 0; i < RPW; ++i) x[i] = fma(-f, xj[i], x[i]);
         if (ONE) my_sig = sumsq();
