@@ -39,7 +39,11 @@
 // pays for both.  Two loops, one per kind of warp, made this launch 4-19% faster where
 // most warps are of earlier strips (p >= 80; float32 with 4 and 8 sweeps per warp, float64
 // with 4) but 7-14% slower with 2 sweeps per warp and in float64 with 8 (registers): not
-// adopted.  Shorter waves need fewer instructions in the own sweeps' warps.
+// adopted.  Tried again later on an H200 for 4 sweeps per warp (and 8 in float), the
+// loop a generic lambda compiled per kind of warp: whole updates removing 80 or 100 rows
+// (Tables 10, 11) took 0.98 to 1.04 of their time, and removing 20 rows (2 sweeps per
+// warp, the same loop compiled once through the lambda) 1.05 to 1.14: not adopted either.
+// Shorter waves need fewer instructions in the own sweeps' warps.
 //
 // Q is 2, 4 or 8 (a template parameter): a wave costs the instructions of one warp's Q
 // sweeps, so fewer sweeps per warp and more warps make shorter waves, as long as one
