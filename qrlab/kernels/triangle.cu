@@ -365,8 +365,10 @@ __device__ void tri_factor_columns(const T* S, T* D, T* Gt, T* pd, T* cbuf, T* t
         const T alpha = __shfl_sync(full, my_alpha, j);
         T sig = ONE ? __shfl_sync(full, my_sig, j) : T(0);
         T xj[RPW], d[4] = {0, 0, 0, 0};
-        T* slot = cb + (j & 1) * RPW;         // two slots: lanes still reading step j - 1's
-        if constexpr (RPW >= 16) {            // column leave the other one alone
+        // column j's slot (two: lanes still reading step j - 1's column leave the other
+        // one alone)
+        T* slot = cb + (j & 1) * RPW;
+        if constexpr (RPW >= 16) {
             if (c == j)
 #pragma unroll
                 for (int i = 0; i < RPW; i += 4) st4(slot + i, x + i);
