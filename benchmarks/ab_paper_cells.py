@@ -30,18 +30,14 @@ def worker(root, dtypes, cells):
     import cupy as cp
 
     import qrlab
-    from host_gaps import paper_cell, setup
-    from qrlab import bench
+    from host_gaps import event_ms, paper_cell, setup
     if not os.path.abspath(qrlab.__file__).startswith(os.path.abspath(root) + os.sep):
         raise RuntimeError(f"qrlab came from {qrlab.__file__}, not from {root}")
     for dt in dtypes:
         for cell in cells:
             table, *dims = cell.split(":")
             update = setup(paper_cell((table, *map(int, dims))), dt)
-            for _ in range(3):
-                update()
-            ts = [1e3 * bench.timed_call(cp, update, ()) for _ in range(9)]
-            print(dt, cell, "%.3f" % statistics.median(ts), flush=True)
+            print(dt, cell, "%.3f" % event_ms(update, 9), flush=True)
             del update
             cp.get_default_memory_pool().free_all_blocks()
 

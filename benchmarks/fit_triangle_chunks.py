@@ -31,6 +31,24 @@ SHAPES = [(2500, 1, 500), (3000, 1, 500), (2900, 1, 100), (2000, 1, 1000), (1000
 MOST_CHUNKS = 24                      # counts tried: the fewest that fit, up to this many
 
 
+def launch_ms(ex, R, W, reps=5):
+    """The triangle update of ``[R; W]`` by ``ex`` (one launch), in ms: CUDA events, the
+    median of ``reps`` runs on fresh copies after one untimed run."""
+    import cupy as cp
+
+    runs = []
+    for rep in range(reps + 1):
+        R1, W1 = R.copy(), W.copy()
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        ex.triangle_update(R1, W1, 1, check=False)
+        stop.record()
+        stop.synchronize()
+        if rep:                                 # the first is a warm-up
+            runs.append(cp.cuda.get_elapsed_time(start, stop))
+    return float(np.median(runs))
+
+
 def measure(out):
     import cupy as cp
 
@@ -56,17 +74,7 @@ def measure(out):
                 got = ex.triangle_chunks(n, ncols, k, dtype)
                 if got in times:
                     continue
-                runs = []
-                for rep in range(6):
-                    R1, W1 = R.copy(), W.copy()
-                    start, stop = cp.cuda.Event(), cp.cuda.Event()
-                    start.record()
-                    ex.triangle_update(R1, W1, 1, check=False)
-                    stop.record()
-                    stop.synchronize()
-                    if rep:                     # the first is a warm-up
-                        runs.append(cp.cuda.get_elapsed_time(start, stop))
-                times[got] = float(np.median(runs))
+                times[got] = launch_ms(ex, R, W)
             best = min(times, key=times.get)
             print(f"{dtype} n={n} ncols={ncols} k={k}: best {best} chunks "
                   f"{times[best]:.3f} ms, model's pick "

@@ -90,14 +90,19 @@ def paper_cell(key):
                 if (c["table"], c["m"], c["n"], c["p"], c["k"]) == key)
 
 
+def event_ms(update, calls):
+    """``update()`` as the benchmark times it: the median ms of ``calls`` calls with CUDA
+    events around each (nothing queued before it), after 3 warm-up calls."""
+    for _ in range(3):
+        update()
+    return statistics.median(1e3 * bench.timed_call(cp, update, ()) for _ in range(calls))
+
+
 def main(dtypes):
     for dt in dtypes:
         for key in CELLS:
             update = setup(paper_cell(key), dt)
-            for _ in range(3):
-                update()
-            event = statistics.median(1e3 * bench.timed_call(cp, update, ())
-                                      for _ in range(5))
+            event = event_ms(update, 5)
             host, ncalls, top = host_profile(update)
             host120, _, _ = host_profile(update, spin_ms=120.0, profile=False)
             host60, _, _ = host_profile(update, spin_ms=60.0, profile=False)

@@ -10,7 +10,6 @@ stamps (``profile_panels.panel_trace``) the median microseconds per panel of eac
 on the first chunk's critical path (waiting for the panel before, loading, updating the
 panel's columns, factoring, publishing) and the span.
 """
-import statistics
 import sys
 
 import cupy as cp
@@ -19,21 +18,8 @@ import numpy as np
 from qrlab.gpu import GpuExecutor
 
 sys.path.insert(0, "benchmarks")
+from fit_triangle_chunks import launch_ms  # noqa: E402
 from profile_panels import panel_trace  # noqa: E402
-
-
-def timed(ex, R, W, reps=5):
-    ts = []
-    for _ in range(reps + 1):
-        R1, W1 = R.copy(), W.copy()
-        a, b = cp.cuda.Event(), cp.cuda.Event()
-        a.record()
-        ex.triangle_update(R1, W1, 1, check=False)
-        b.record()
-        b.synchronize()
-        ts.append(cp.cuda.get_elapsed_time(a, b))
-    return statistics.median(ts[1:])
-
 
 rng = np.random.default_rng(0)
 for dt in (cp.float32, cp.float64):
@@ -44,7 +30,7 @@ for dt in (cp.float32, cp.float64):
         model = ex.triangle_chunks(n, n, k, dt)
         for nc in sorted({model, 2, 3, 4, 5, 6, 8, 10, 12, 16}):
             ex.triangle_chunk = -(-k // nc)
-            t = timed(ex, R, W)
+            t = launch_ms(ex, R, W)
             line = panel_trace(ex, R.copy(), W.copy())
             print(np.dtype(dt).name, n, k, "chunks", nc, "(model)" if nc == model else "",
                   "ms %.3f" % t, "|", line, flush=True)
