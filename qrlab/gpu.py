@@ -186,7 +186,8 @@ def _triangle_chunks(npanels, ntiles, k, size, nsm, most=None):
     The time is about the larger of the items' total and the critical path plus half of
     it (:data:`_TRIANGLE_MODEL`).  Against the fastest count measured for each of 26
     shapes (H100), the model's choice was 2.5% slower on average in float32 (17% at
-    most) and 1.7% in float64 (12% at most)."""
+    most) and 1.7% in float64 (12% at most); on an H200, 3.1% (22%) and 1.5% (8.6%),
+    and a fit to those measurements found no better constants."""
     rows_max = _triangle_rows_max(size)
     fewest = -(-k // rows_max)
     if most is not None:

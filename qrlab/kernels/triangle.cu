@@ -242,7 +242,22 @@ __device__ __noinline__ void tri_apply(const T* Vb, const T* Lt, T* X, T* Y, T* 
 // LAPACK's own rounding).  In double, float's approximation taken to an ulp by one step
 // of third order (four dependent operations) made the update 3 to 7 percent slower on an
 // H100 (Tables 6 and 8; in strips.cu's rotations, within 2 percent): these are not what
-// the chain waits on
+// the chain waits on.  Nor did taking them off the chain pay (H200): ||b_j||^2 predicted
+// a step ahead by every lane from the step's own sums (||b_c - f b_j||^2 = ||b_c||^2 +
+// f (f ||b_j||^2 - 2 b_j . b_c), from one reduction of the norms before the steps), the
+// reciprocals of the predicted pivot computed without branches (rsqrt.approx and
+// rcp.approx, one refining step) while the dots reduce, and moved to the exact pivot
+// after the barrier by one multiply-add each (first order: (dp / p0)^2 under an ulp;
+// the exact path where the prediction is further off, which no step of the random
+// inputs timed needed).  The factor took 27.8 us a panel against 23.5 (double, n = 3000,
+// k = 500, 4 chunks) and 13.2 against 7.8 (float, 1000 x 200, 7 chunks of one warp, whose
+// prediction is exact and whose loop was rearranged alike), the updates of Tables 6 to 9
+// 1.05 to 1.25 times as long.  The compiler put the
+// predicted reciprocals just after the barrier, ahead of the partial sums; forced before
+// it (a store of their result), the factor took 29.2 us.  By a count of the step's
+// double instructions (about 75 a warp, two warps to a sub-partition at eight factor
+// warps), the FP64 pipe alone is busy for about a fifth of a step: work added to every
+// step costs time even where it is off the chain
 __device__ __forceinline__ float tri_rsqrt(float x)
 {
     const float r = rsqrtf(x);
