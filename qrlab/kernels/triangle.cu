@@ -252,12 +252,12 @@ __device__ __noinline__ void tri_apply(const T* Vb, const T* Lt, T* X, T* Y, T* 
 // inputs timed needed).  The factor took 27.8 us a panel against 23.5 (double, n = 3000,
 // k = 500, 4 chunks) and 13.2 against 7.8 (float, 1000 x 200, 7 chunks of one warp, whose
 // prediction is exact and whose loop was rearranged alike), the updates of Tables 6 to 9
-// 1.05 to 1.25 times as long.  The compiler put the
-// predicted reciprocals just after the barrier, ahead of the partial sums; forced before
-// it (a store of their result), the factor took 29.2 us.  By a count of the step's
-// double instructions (about 75 a warp, two warps to a sub-partition at eight factor
-// warps), the FP64 pipe alone is busy for about a fifth of a step: work added to every
-// step costs time even where it is off the chain
+// 1.05 to 1.25 times as long.  The compiler put the predicted reciprocals just after the
+// barrier, ahead of the partial sums; forced before it (a store of their result), the
+// factor took 29.2 us.  By a count of the step's double instructions (about 75 a warp,
+// two warps to a sub-partition at eight factor warps), the FP64 pipe alone is busy for
+// about a fifth of a step: work added to every step costs time even where it is off the
+// chain
 __device__ __forceinline__ float tri_rsqrt(float x)
 {
     const float r = rsqrtf(x);
