@@ -2,6 +2,7 @@
 
     PYTHONPATH=. python3 benchmarks/host_gaps.py float32 float64 > FILE.log
     PYTHONPATH=. python3 benchmarks/host_gaps.py --gc > FILE.log
+    PYTHONPATH=. python3 benchmarks/host_gaps.py --cold > FILE.log
 
 For one cell of each of 000's timing tables, the update that ``python -m qrlab.bench``
 times (``qrlab.bench.case_setup``: the factors and the solve for x), its inputs made
@@ -21,6 +22,14 @@ once, so that every call runs on the same inputs:
 With ``--gc``: three cells timed as the benchmark times them, 12 calls in a row, in rounds
 with Python's garbage collector on and off (collected before each round), and the time
 each call spent in collections (``gc.callbacks``).
+
+With ``--cold``: how long the host takes to queue work right after it has waited for
+the GPU (a synchronize, as before every timed call) against once it has been busy.
+Host microseconds of single CuPy operations and qrlab launches, 8 in a row after each
+synchronize (the median over 5 rounds, the GPU kept busy by the spin so that no call
+waits); then the host time of removing 80 rows of 12000 x 8000 in float64 (Table 10)
+from the call to its solve for x (the update's last step), plain and after 3 ms of busy
+Python.
 
 The GPU time is host time minus the spin; the spin's length follows the SM clock, so with
 both spins it is ``2 h60 - h120`` (if the clock stays the same through both).  Single
@@ -148,8 +157,70 @@ def gc_rounds():
                       "| gc ms per call:", " ".join("%.1f" % g for g in gcs), flush=True)
 
 
+def cold():
+    """How much slower the host queues work just after a synchronize (see the module's
+    text)."""
+    from qrlab import gpu
+    khz = cp.cuda.Device().attributes["ClockRate"]
+
+    def spin_first(ms=50):
+        cp.cuda.Device().synchronize()
+        SPIN((1,), (1,), (np.int64(ms * khz),))
+
+    dt = np.float64
+    Q = cp.random.random((12000, 12000)).astype(dt)
+    out = cp.empty_like(Q)
+    small = cp.zeros((80, 4000), dtype=dt)
+    ex = gpu.GpuExecutor()
+    ops = {"cupy.empty": lambda: cp.empty((80, 4000), dtype=dt),
+           "fill": lambda: small.fill(0),
+           "transposed copy": lambda: cp.ascontiguousarray(small.T),
+           "copy_rows": lambda: gpu.copy_rows(Q, (0, 80), out=out, rows=(0, 80)),
+           "tall_qr": lambda: ex.tall_qr(Q[0:80, 8000:].T)}
+    for f in ops.values():
+        f()
+    print("host us of one operation, calls 1 to 8 after a synchronize (median of 5):")
+    for name, f in ops.items():
+        rounds = []
+        for _ in range(5):
+            spin_first()
+            ts = []
+            for _ in range(8):
+                t = time.perf_counter()
+                f()
+                ts.append(1e6 * (time.perf_counter() - t))
+            rounds.append(ts)
+        print("  %-16s" % name, " ".join("%6.1f" % statistics.median(c) for c in zip(*rounds)),
+              flush=True)
+    del Q, out
+    update = setup(paper_cell(("T10", 12000, 8000, 80, 0)), "float64")
+    for _ in range(3):
+        update()
+    marks = []
+    solve = bench.solve_triangular
+    bench.solve_triangular = lambda *a, **k: marks.append(time.perf_counter()) or solve(*a, **k)
+
+    def to_solve(busy_ms):
+        spin_first(100)
+        t = time.perf_counter()
+        while time.perf_counter() - t < busy_ms / 1e3:
+            pass
+        marks.clear()
+        t = time.perf_counter()
+        update()
+        cp.cuda.Device().synchronize()
+        return 1e6 * (marks[0] - t)
+    for busy in (0, 3, 50, 0, 3, 50):
+        print("float64 T10 12000 x 8000, p = 80: host us from the call to the solve, after"
+              " %d ms of busy Python:" % busy, " ".join("%.0f" % to_solve(busy) for _ in range(6)),
+              flush=True)
+    bench.solve_triangular = solve
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--gc"]:
         gc_rounds()
+    elif sys.argv[1:] == ["--cold"]:
+        cold()
     else:
         main(sys.argv[1:])
