@@ -15,7 +15,14 @@
 // v = e_j + x / (alpha - beta); and since v^T a_l = a_jl + s_l / (alpha - beta), it applies
 // the reflector to its own rows with no further exchange.  A column with nothing below its
 // diagonal gets tau = 0 (H = I).  (Every block reading every block's partial row instead
-// took 28 us a reflector at 9000 x 200: 132 blocks reading the same lines of L2.)
+// took 28 us a reflector at 9000 x 200: 132 blocks reading the same lines of L2.  Tried
+// again on an H200 with few blocks, 13 to 94 of 64 to 300 rows, the partial rows kept in
+// two buffers by the reflector's parity, so one barrier a reflector: 4000 x 80 and
+// 4000 x 40 took 0.90 and 0.87 of the time in 32 blocks of 125 rows (float64, 0.456
+// against 0.505 ms and 0.242 against 0.279), but 6000 x 100 1.08, 9000 x 200 1.46 and
+// 2020 x 500 1.78; whole updates of Tables 2, 3, 10 and 11 (float64; at most 32 blocks of
+// 256 rows, the rest as here) 0.99 to 1.08, median 1.00.  So the second barrier is not
+// what a reflector's 6 us is made of; not kept.)
 //
 // P: h x w with strides (ldr, ldc) (either layout).  V: h x w row-major, unit lower
 // trapezoidal (the reflectors); Rp: w x w row-major, upper triangular; tau: w.
