@@ -104,6 +104,12 @@ class Executor:
         for a plan to work on in place (:func:`qrlab.backend.working_copy`)."""
         return working_copy(Q, first=first), working_copy(R)
 
+    def working_copy_of_q(self, Q):
+        """A new row-major copy of ``Q`` (:func:`qrlab.backend.working_copy`) for a plan
+        whose first panel does not read it (adding columns: ``Q^H U`` comes from the
+        caller's Q)."""
+        return working_copy(Q)
+
     # -- Householder panels ---------------------------------------------------------
     def reflect(self, op: Reflect, Q, R, later=False):
         """One Householder panel: columns ``cols`` of R, or with ``driver == "Q"`` rows

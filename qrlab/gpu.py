@@ -1006,13 +1006,19 @@ class GpuExecutor(Executor):
                 self.flush()
             return self._defer(super().reflect(op, Q, R, later=True), stales_driver=False,
                                r_from=self.reflect_cols_from(op))
-        self.flush()
+        if self._deferred is not None:
+            self.flush()                # (Q's copy first, if left: that work may need it)
         w, h = op.width, op.height
         (a0, a1), (b0, b1) = op.rows[0], (op.rows[1] if len(op.rows) == 2 else (0, 0))
         if (not self.fusable(R.dtype, h, w) or len(op.rows) > 2 or a1 - a0 < w
                 or not R.flags.c_contiguous):
-            return self._defer(super().reflect(op, Q, R, later=True),
-                               stales_driver=Q is not None, r_from=self.reflect_cols_from(op))
+            self._tall_gate = () if self._q_copy is not None else None
+            rest = super().reflect(op, Q, R, later=True)
+            gate, self._tall_gate = self._tall_gate, None
+            if gate:                    # the panel went to tall_qr: Q's copy beside it
+                self._copy_q(gate)
+            return self._defer(rest, stales_driver=Q is not None,
+                               r_from=self.reflect_cols_from(op))
         import cupy as cp
         V = tau = None
         if Q is not None:
@@ -1050,8 +1056,56 @@ class GpuExecutor(Executor):
             return self._deferred_stales_driver
         return self._deferred_r_from < op.lines[1]
 
+    #: adding columns with the full Q: Q's working copy made on another stream beside
+    #: the QR of the rows of ``Q^H U`` below R where ``tall_qr`` takes that panel
+    #: (:meth:`working_copy_of_q`), else when the work left for later first needs it.
+    #: Off: on an H200 it took 0.93 to 0.97 of the time at cells of 000 Tables 2, 3 and 5
+    #: (0.85 to 0.99 at the extremes, both dtypes; ``benchmarks/ab_paper_cells.py``), but
+    #: that run preceded a fix (a second panel's reflectors reached Q before its copy,
+    #: which ``test_cupy_sweep_strips`` caught at k = 380), and the fixed code has not yet
+    #: run on a GPU
+    copy_q_beside = False
+    #: ``(Q, Q_w)``: the copy that :meth:`working_copy_of_q` left for later
+    _q_copy = None
+    #: ``()`` while :meth:`reflect` waits for ``tall_qr``'s launch, which sets it to
+    #: ``(event, counts, blocks)``: its stream before the launch, its grid barrier's count
+    _tall_gate = None
+
+    def working_copy_of_q(self, Q):
+        """As the reference executor's, but with :attr:`copy_q_beside` only allocated
+        now: the copy is made beside the tall panel's QR that comes next (``tall_qr``,
+        latency bound, leaves the SMs room and memory bandwidth to spare), not on the
+        path before it; else by :meth:`flush`."""
+        Q_w = copy_rows(Q, rows=(0, 0)) if self.copy_q_beside else None
+        if Q_w is None:
+            return super().working_copy_of_q(Q)
+        self._q_copy = (Q, Q_w)
+        return Q_w
+
+    def _copy_q(self, gate=None):
+        """Make the copy that :meth:`working_copy_of_q` left: now, on the current stream,
+        or with ``gate`` (:attr:`_tall_gate`) on the side stream once every block of that
+        ``tall_qr`` launch has reached its first barrier (so that the copy's blocks do not
+        hold back the cooperative launch's), the current stream then waiting for it."""
+        job, self._q_copy = self._q_copy, None
+        if job is None:
+            return
+        Q, Q_w = job
+        if gate is None:
+            copy_rows(Q, out=Q_w)
+            return
+        import cupy as cp
+        event, counts, nb = gate
+        side = _side_stream()
+        side.wait_event(event)              # (all before the panel: the caller's Q too)
+        with side:
+            kernels().get_function("wait_for_waves")((1,), (32,), (counts, np.int32(nb)))
+            copy_rows(Q, out=Q_w)
+        cp.cuda.get_current_stream().wait_event(side.record())
+
     def flush(self):
         """Apply what was left for later, on the current stream."""
+        self._copy_q()
         apply, self._deferred = self._deferred, None
         self._deferred_stales_driver, self._deferred_r_from = False, np.inf
         if apply is not None:
@@ -1515,6 +1569,8 @@ class GpuExecutor(Executor):
         tau = cp.empty(w, dtype=dt)
         work = cp.empty((nb + 2 * w) * w, dtype=dt)
         counts = cp.zeros(2, dtype=cp.int32)
+        if self._tall_gate is not None:     # (a copy to make beside it: see reflect)
+            self._tall_gate = (cp.cuda.get_current_stream().record(), counts, nb)
         smem = _tall_smem(rows, w, item)
         fn = cooperative_kernels().get_function("tall_qr_" + ("f32" if item == 4 else "f64"))
         fn.max_dynamic_shared_size_bytes = smem

@@ -180,6 +180,7 @@ class PatternExecutor:
 
     # -- driver -------------------------------------------------------------------
     working_copies = Executor.working_copies      # (masks are copied as values are)
+    working_copy_of_q = Executor.working_copy_of_q
 
     def run(self, plan: Plan, Q, R, operands=None):
         """Apply every operation of ``plan`` to the masks ``Q`` (or None) and ``R``."""

@@ -185,8 +185,9 @@ def _insert_cols(Q, R, U, k, mode, executor, nc=0, rhs=None, rcond=None):
     p = U.shape[1]
     if mode == "full":
         # (the copy of Q on a second stream beside this product, which reads the caller's
-        # Q, saved nothing on an H100 at 000 Tables 2, 3 and 5: the product fills the SMs)
-        Q_w = working_copy(Q)
+        # Q, saved nothing on an H100 at 000 Tables 2, 3 and 5: the product fills the SMs;
+        # the GPU executor makes it beside the QR of W's rows below R instead)
+        Q_w = executor.working_copy_of_q(Q)
         W = matmul(Q.conj().T, U)
     else:
         m = Q.shape[0]

@@ -167,6 +167,29 @@ def test_large_panels_run_without_a_graph(tall, monkeypatch):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.gpu
 @pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
+def test_graph_holds_the_copy_of_q_beside_a_tall_panel(dtype, monkeypatch):
+    """Adding columns with the full Q where ``tall_qr`` takes the rows of Q^T U below R
+    (1940 x 40): with ``copy_q_beside``, Q's working copy runs on another stream beside
+    it, which a graph records too (a fork and a join of streams; inputs under
+    ``MAX_INPUT_BYTES``); the replays are right."""
+    import cupy as cp
+
+    from qrlab.gpu import GpuExecutor
+    monkeypatch.setattr(GpuExecutor, "copy_q_beside", True)
+    graphs.clear()
+    rng = np.random.default_rng(23)
+    with graphs.using(True):
+        for call in range(3):
+            Q, R, U, _, k, A1 = _problem(rng, "insert cols", "full", 2000, 60, 40, dtype)
+            Q1, R1 = qrlab.qr_insert(cp.asarray(Q), cp.asarray(R), cp.asarray(U), k, "col")
+            _check(Q1.get(), R1.get(), A1, dtype)
+    info = graphs.info()
+    assert (info["recorded"], info["refused"]) == (1, 0) and info["replayed"] >= 1, info
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.gpu
+@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
 def test_replays_raise_and_fall_back_like_the_update(dtype):
     """The tests an update makes of its values run in the replay too: a column of u in
     the span of an economic Q raises SciPy's LinAlgError from a replay, and a row of

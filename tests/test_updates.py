@@ -1257,6 +1257,44 @@ def test_cupy_delete_rows_copies_behind(m, n, p, k, mode, dtype, monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m,n,p,k", [(3000, 100, 40, 0), (3000, 100, 40, 37),
+                                     (3000, 100, 40, 100), (400, 150, 20, 75),
+                                     (3000, 100, 40, 95), (700, 400, 200, 380)])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_cupy_insert_cols_copy_q_beside(m, n, p, k, order, dtype, monkeypatch):
+    """Adding columns with the full Q, its working copy made on another stream beside the
+    QR of the rows of Q^T U below R (``tall_qr``'s panels: 2900 x 40) or, where another
+    QR takes that panel (250 x 20 in one block, 320 x 200 by cuSOLVER), when the work left
+    for later needs it (the second panel of the Householder route, p >= 4 (n - k): k = 95
+    and 380), against the copy made first: the same bits; the factors those of the
+    updated A, the caller's arrays untouched."""
+    import cupy as cp
+
+    from qrlab.gpu import GpuExecutor
+    rng = np.random.default_rng(m + n + p + k)
+    A = rng.standard_normal((m, n)).astype(dtype)
+    U = rng.standard_normal((m, p)).astype(dtype)
+    Q, R = (cp.asarray(x) for x in factor(A, "full"))
+    if order == "F":
+        Q = cp.asfortranarray(Q)
+    Ug = cp.asarray(U)
+    before = [x.copy() for x in (Q, R, Ug)]
+    A1 = np.insert(A, [k] * p, U, axis=1)
+    results = []
+    for beside in (False, True):
+        monkeypatch.setattr(GpuExecutor, "copy_q_beside", beside)
+        Qg, Rg = qr_insert(Q, R, Ug, k, "col")
+        check_factors(Qg.get(), Rg.get(), A1, "full")
+        results.append((Qg.get(), Rg.get()))
+    np.testing.assert_array_equal(results[1][0], results[0][0])
+    np.testing.assert_array_equal(results[1][1], results[0][1])
+    for x, y in zip((Q, R, Ug), before):
+        assert bool(cp.array_equal(x, y)), "the caller's arrays must stay as they were"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("op", ["insert_cols", "delete_rows"])
 def test_cupy_apply_chunks_any_warps(op, dtype, monkeypatch):
     """The apply kernel gives chunk c of K sweeps to warp c mod the block's warps, waiting
