@@ -240,7 +240,7 @@ class Executor:
         l0, l1 = op.lines
         # Phase 1: every rotation, computed on the driver lines alone.
         D = self.take_driver(op, Q, R)
-        waves = [self._compute_wave(xp, D, wave) for wave in op.waves()]
+        waves = self.rotations(xp, op, D)
         self.put_driver(op, Q, R, D)
         q_rows = self.driven_rows(op)
         # Phase 2: the same rotations on the rest of R and Q.
@@ -262,6 +262,13 @@ class Executor:
             R[:, a0:a1] = Rc
         if Qc is not None:
             Q[q_rows, :] = Qc
+
+    def rotations(self, xp, op: Sweeps, D):
+        """Every rotation of ``op``, wave by wave (:meth:`Sweeps.waves`), found on its
+        driver lines ``D`` (rows of ``M = [R, Q^H]``, reduced in place): a list of
+        ``(ia, ib, c, s, lo, hi)``, the rows each rotation pairs, its coefficients and
+        the wave's span of rows."""
+        return [self._compute_wave(xp, D, wave) for wave in op.waves()]
 
     @staticmethod
     def take_driver(op: Sweeps, Q, R):
