@@ -186,7 +186,8 @@ def _insert_cols(Q, R, U, k, mode, executor, nc=0, rhs=None, rcond=None):
     if mode == "full":
         # (the copy of Q on a second stream beside this product, which reads the caller's
         # Q, saved nothing on an H100 at 000 Tables 2, 3 and 5: the product fills the SMs;
-        # the GPU executor makes it beside the QR of W's rows below R instead)
+        # the GPU executor may make it beside the QR of W's rows below R instead,
+        # GpuExecutor.copy_q_beside)
         Q_w = executor.working_copy_of_q(Q)
         W = matmul(Q.conj().T, U)
     else:
