@@ -1012,13 +1012,9 @@ class GpuExecutor(Executor):
         (a0, a1), (b0, b1) = op.rows[0], (op.rows[1] if len(op.rows) == 2 else (0, 0))
         if (not self.fusable(R.dtype, h, w) or len(op.rows) > 2 or a1 - a0 < w
                 or not R.flags.c_contiguous):
-            self._tall_gate = () if self._q_copy is not None else None
-            rest = super().reflect(op, Q, R, later=True)
-            gate, self._tall_gate = self._tall_gate, None
-            if gate:                    # the panel went to tall_qr: Q's copy beside it
-                self._copy_q(gate)
-            return self._defer(rest, stales_driver=Q is not None,
-                               r_from=self.reflect_cols_from(op))
+            # (a tall panel's QR starts Q's copy, if left, beside it: tall_qr)
+            return self._defer(super().reflect(op, Q, R, later=True),
+                               stales_driver=Q is not None, r_from=self.reflect_cols_from(op))
         import cupy as cp
         V = tau = None
         if Q is not None:
@@ -1067,9 +1063,6 @@ class GpuExecutor(Executor):
     copy_q_beside = False
     #: ``(Q, Q_w)``: the copy that :meth:`working_copy_of_q` left for later
     _q_copy = None
-    #: ``()`` while :meth:`reflect` waits for ``tall_qr``'s launch, which sets it to
-    #: ``(event, counts, blocks)``: its stream before the launch, its grid barrier's count
-    _tall_gate = None
 
     def working_copy_of_q(self, Q):
         """As the reference executor's, but with :attr:`copy_q_beside` only allocated
@@ -1084,8 +1077,9 @@ class GpuExecutor(Executor):
 
     def _copy_q(self, gate=None):
         """Make the copy that :meth:`working_copy_of_q` left: now, on the current stream,
-        or with ``gate`` (:attr:`_tall_gate`) on the side stream once every block of that
-        ``tall_qr`` launch has reached its first barrier (so that the copy's blocks do not
+        or with ``gate = (event, counts, blocks)`` of a ``tall_qr`` launch (its stream
+        before the launch, its grid barrier's count) on the side stream once every block
+        of that launch has reached its first barrier (so that the copy's blocks do not
         hold back the cooperative launch's), the current stream then waiting for it."""
         job, self._q_copy = self._q_copy, None
         if job is None:
@@ -1569,14 +1563,16 @@ class GpuExecutor(Executor):
         tau = cp.empty(w, dtype=dt)
         work = cp.empty((nb + 2 * w) * w, dtype=dt)
         counts = cp.zeros(2, dtype=cp.int32)
-        if self._tall_gate is not None:     # (a copy to make beside it: see reflect)
-            self._tall_gate = (cp.cuda.get_current_stream().record(), counts, nb)
+        # Q's working copy, if left for later (working_copy_of_q), beside this launch
+        gate = None if self._q_copy is None else cp.cuda.get_current_stream().record()
         smem = _tall_smem(rows, w, item)
         fn = cooperative_kernels().get_function("tall_qr_" + ("f32" if item == 4 else "f64"))
         fn.max_dynamic_shared_size_bytes = smem
         fn((nb,), (512,), (panel, np.int64(panel.strides[0] // item),
                            np.int64(panel.strides[1] // item), np.int32(h), np.int32(w),
                            np.int32(rows), V, Rp, tau, work, counts), shared_mem=smem)
+        if gate is not None:
+            self._copy_q((gate, counts, nb))
         return V, tau, Rp
 
     def extend_basis(self, Y, width):
