@@ -28,8 +28,8 @@ the GPU (a synchronize, as before every timed call) against once it has been bus
 Host microseconds of single CuPy operations and qrlab launches, 8 in a row after each
 synchronize (the median over 5 rounds, the GPU kept busy by the spin so that no call
 waits); then the host time of removing 80 rows of 12000 x 8000 in float64 (Table 10)
-from the call to its solve for x (the update's last step), plain and after 3 ms of busy
-Python.
+from the call to its solve for x (the update's last step), plain and after 3 or 50 ms of
+busy Python.
 
 The GPU time is host time minus the spin; the spin's length follows the SM clock, so with
 both spins it is ``2 h60 - h120`` (if the clock stays the same through both).  Single
@@ -61,12 +61,18 @@ SPIN = cp.RawKernel(r"""extern "C" __global__ void spin(long long t)
 { long long s = clock64(); while (clock64() - s < t) {} }""", "spin")
 
 
-def host_profile(f, spin_ms=60.0, profile=True):
-    """Host time of f() with the GPU kept busy beforehand (spin_ms): the host never waits
-    for the GPU unless f reads the device; and the functions that took most host time."""
+def busy_after_sync(spin_ms):
+    """A synchronize, then one thread spinning ``spin_ms`` on the GPU (SM clocks): what
+    the host queues next waits behind it, so the host never waits for the GPU."""
     khz = cp.cuda.Device().attributes["ClockRate"]
     cp.cuda.Device().synchronize()
     SPIN((1,), (1,), (np.int64(spin_ms * khz),))
+
+
+def host_profile(f, spin_ms=60.0, profile=True):
+    """Host time of f() with the GPU kept busy beforehand (spin_ms): the host never waits
+    for the GPU unless f reads the device; and the functions that took most host time."""
+    busy_after_sync(spin_ms)
     pr = cProfile.Profile()
     t0 = time.perf_counter()
     if profile:
@@ -161,12 +167,6 @@ def cold():
     """How much slower the host queues work just after a synchronize (see the module's
     text)."""
     from qrlab import gpu
-    khz = cp.cuda.Device().attributes["ClockRate"]
-
-    def spin_first(ms=50):
-        cp.cuda.Device().synchronize()
-        SPIN((1,), (1,), (np.int64(ms * khz),))
-
     dt = np.float64
     Q = cp.random.random((12000, 12000)).astype(dt)
     out = cp.empty_like(Q)
@@ -183,7 +183,7 @@ def cold():
     for name, f in ops.items():
         rounds = []
         for _ in range(5):
-            spin_first()
+            busy_after_sync(50)
             ts = []
             for _ in range(8):
                 t = time.perf_counter()
@@ -196,12 +196,12 @@ def cold():
     update = setup(paper_cell(("T10", 12000, 8000, 80, 0)), "float64")
     for _ in range(3):
         update()
-    marks = []
+    marks = []                          # when the update reaches its solve
     solve = bench.solve_triangular
     bench.solve_triangular = lambda *a, **k: marks.append(time.perf_counter()) or solve(*a, **k)
 
     def to_solve(busy_ms):
-        spin_first(100)
+        busy_after_sync(100)
         t = time.perf_counter()
         while time.perf_counter() - t < busy_ms / 1e3:
             pass
