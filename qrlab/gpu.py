@@ -1055,12 +1055,11 @@ class GpuExecutor(Executor):
     #: adding columns with the full Q: Q's working copy made on another stream beside
     #: the QR of the rows of ``Q^H U`` below R where ``tall_qr`` takes that panel
     #: (:meth:`working_copy_of_q`), else when the work left for later first needs it.
-    #: Off: on an H200 it took 0.93 to 0.97 of the time at cells of 000 Tables 2, 3 and 5
-    #: (0.85 to 0.99 at the extremes, both dtypes; ``benchmarks/ab_paper_cells.py``), but
-    #: that run preceded a fix (a second panel's reflectors reached Q before its copy,
-    #: which ``test_cupy_sweep_strips`` caught at k = 380), and the fixed code has not yet
-    #: run on a GPU
-    copy_q_beside = False
+    #: On an H200 (float64, ``benchmarks/ab_paper_cells.py --rounds 2``) it took 0.96 of
+    #: the time at 000 Table 2's 8000 x 3000, k = 3000, 0.96 at Table 3's 12000 x 6000,
+    #: k = 4500, 0.98 at Table 5's 8000 x 3000, p = 500, and 1.00 at Table 3's
+    #: 16000 x 6000, k = 0 (where the sweeps, not the path to them, take the time)
+    copy_q_beside = True
     #: ``(Q, Q_w)``: the copy that :meth:`working_copy_of_q` left for later
     _q_copy = None
 
