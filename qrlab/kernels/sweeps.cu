@@ -23,9 +23,13 @@
 // Warps.  A thread block owns 32 vectors of the group's rows (a tile in shared memory,
 // one lane a vector); the sweeps go in chunks of K, chunk c to warp c mod nwarp.  Chunk c
 // reads at wave t the row that chunk c - 1 leaves at wave t - 1, so it waits until chunk
-// c - 1 has counted those waves done (in shared memory, every APPLY_STEP waves): the
-// chunks run a few waves apart, chunk c starting about APPLY_STEP c waves after the
-// first.  (A block barrier every APPLY_WAVES waves instead, the warps one phase apart,
+// c - 1 has counted those waves done (in shared memory, every STEP waves): the chunks
+// run a few waves apart, chunk c starting about STEP c waves after the first.  STEP is 8
+// in double: fewer counts and waits outweigh the longer fill.  Against 4 the update took
+// 0.92 to 1.03 of the time (median 0.965) at the 48 cells of 000 Tables 2, 3, 10 and 11
+// (H200, benchmarks/ab_apply.py), removing 80 or 100 rows 0.945 to 0.967; 16 took 1.016
+// of 8's time, 2 and 1 1.07 and 1.24 of 4's, a nanosleep in the wait 0.995.  Float kept
+// 4: 8 took 0.95 to 1.04 of its time (median 0.99) at Tables 2, 10 and 11.  (A block barrier every APPLY_WAVES waves instead, the warps one phase apart,
 // made that 2 p.)  In double a warp takes its next chunk as soon as it is done with one:
 // with a block barrier after each round of nwarp chunks, as float keeps, every round fills
 // and drains the warps once more (H100, removing 80 or 100 rows and adding 200 columns at
@@ -50,7 +54,6 @@
 
 #define APPLY_WAVES 16   // waves per stage of (c, s): a multiple of 2 K, so that the
                          // register window is back in place at every stage
-#define APPLY_STEP 4     // waves between a warp's counts of waves done (and its waits)
 #define APPLY_ROUND (1 << 16)   // a warp's count of waves done, per round (> waves + D)
 #define APPLY_LD 33      // the tile's row pitch: a row of Q read along its columns, one
                          // lane a value, lands in 32 different banks
@@ -64,6 +67,9 @@ __device__ void apply_sweeps(T* Q, long long q_vec, long long q_elem, int nq,
                              int* ticket, int* done)
 {
     constexpr int W2 = 2 * K, D = APPLY_WAVES, NQ = (D * K + 31) / 32;
+    constexpr int STEP = sizeof(T) == 8 ? 8 : 4;   // waves between a warp's counts of waves
+                                                    // done (and its waits): see the header
+    static_assert(D % STEP == 0, "a phase must end on a count");
     static_assert(D % W2 == 0, "a phase must bring the window back in place");
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T* X = reinterpret_cast<T*>(smem_raw);                         // tile_rows x APPLY_LD
@@ -178,8 +184,8 @@ __device__ void apply_sweeps(T* Q, long long q_vec, long long q_elem, int nq,
                             for (int m = 1; m < W2; ++m) x[m] = load(top0 + m);
 #pragma unroll
                         for (int u = 0; u < D; ++u) {
-                            if (u % APPLY_STEP == 0 && (in_turn ? chunk : warp) > 0) {
-                                // waves tb + u .. + APPLY_STEP - 1 read the rows that the
+                            if (u % STEP == 0 && (in_turn ? chunk : warp) > 0) {
+                                // waves tb + u .. + STEP - 1 read the rows that the
                                 // sweeps before leave one wave earlier (chunk c - 1: the
                                 // warp before, or the last warp in the round before; its
                                 // count's base read from shared memory each time: held
@@ -188,7 +194,7 @@ __device__ void apply_sweeps(T* Q, long long q_vec, long long q_elem, int nq,
                                 const int need = (in_turn ? *(volatile int*)(round_s + warp)
                                                             - (warp > 0 ? 0 : APPLY_ROUND)
                                                           : 0)
-                                                 + tb + u + APPLY_STEP;
+                                                 + tb + u + STEP;
                                 while (*(volatile int*)(done_s + before) < need) {}
                                 __threadfence_block();
                             }
@@ -212,7 +218,7 @@ __device__ void apply_sweeps(T* Q, long long q_vec, long long q_elem, int nq,
                                 }
                             }
                             store(top0 - u + W2 - 1, x[(W2 - 1 - u % W2 + W2) % W2]);
-                            if (u % APPLY_STEP == APPLY_STEP - 1) {
+                            if (u % STEP == STEP - 1) {
                                 __syncwarp();              // every lane's rows, then the count
                                 if (lane == 0) {
                                     __threadfence_block();
