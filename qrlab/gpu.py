@@ -641,7 +641,8 @@ def _apply_warps(p, size):
     warp's spare sweeps are wasted work, and eight float64 rows and their (c, s) do not
     fit the registers (spilled, removing 100 rows of 12000 x 6000 took 11.5 ms against
     11.4 with four).  Fewer warps, so that the last round of chunks is full (13 for 25),
-    took 1.0 to 1.08 of the time (``results/apply-step-*.md``)."""
+    took 1.0 to 1.08 of the time, and eight float64 sweeps a warp at 128 registers (8
+    warps a block) 0.98 to 1.07 (``results/apply-step-*.md``)."""
     k = 8 if p > 64 else 4 if p > 8 else 2 if p > 2 else 1
     k = min(k, 4) if size == 8 else k
     return k, min(_APPLY_WARPS, -(-p // k))
