@@ -24,13 +24,15 @@
 // one lane a vector); the sweeps go in chunks of K, chunk c to warp c mod nwarp.  Chunk c
 // reads at wave t the row that chunk c - 1 leaves at wave t - 1, so it waits until chunk
 // c - 1 has counted those waves done (in shared memory, every STEP waves): the chunks
-// run a few waves apart, chunk c starting about STEP c waves after the first.  STEP is 8
-// in double: fewer counts and waits outweigh the longer fill.  Against 4 the update took
-// 0.92 to 1.03 of the time (median 0.965) at the 48 cells of 000 Tables 2, 3, 10 and 11
-// (H200, benchmarks/ab_apply.py), removing 80 or 100 rows 0.945 to 0.967; 16 took 1.016
-// of 8's time, 2 and 1 1.07 and 1.24 of 4's, a nanosleep in the wait 0.995.  Float kept
-// 4: 8 took 0.95 to 1.04 of its time (median 0.99) at Tables 2, 10 and 11.  (A block barrier every APPLY_WAVES waves instead, the warps one phase apart,
-// made that 2 p.)  In double a warp takes its next chunk as soon as it is done with one:
+// run a few waves apart, chunk c starting about STEP c waves after the first.  (A block
+// barrier every APPLY_WAVES waves instead, the warps one phase apart, made that 2 p.)
+// STEP is 8 in double: fewer counts and waits outweigh the longer fill.  Against 4 the
+// update took 0.92 to 1.03 of the time (median 0.965) at the 48 cells of 000 Tables 2, 3,
+// 10 and 11 (H200, benchmarks/ab_apply.py), removing 80 or 100 rows 0.945 to 0.967; 16
+// took 1.016 of 8's time, 2 and 1 1.07 and 1.24 of 4's, a nanosleep in the wait 0.995.
+// Float kept 4: 8 took 0.95 to 1.04 of its time (median 0.99) at Tables 2, 10 and 11
+// (benchmarks/results/apply-step-*.md).
+// In double a warp takes its next chunk as soon as it is done with one:
 // with a block barrier after each round of nwarp chunks, as float keeps, every round fills
 // and drains the warps once more (H100, removing 80 or 100 rows and adding 200 columns at
 // k < n: the whole update 0.81 to 0.96 of its time with the rounds).  Float gained nothing
