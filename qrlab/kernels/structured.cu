@@ -108,7 +108,12 @@
 // percent slower at n = 5000 and 10000 in double and 4 to 27 in float, and at n = 20000
 // from 9 percent slower to 4 faster.  A ring of four tiles of R ahead in the apply
 // (cp.async) left the one launch within 2 percent: its blocks are not short of loads in
-// flight.
+// flight.  On an H200 too, where the apply runs mostly after the chain at n >= 10000 in
+// double and n = 20000 in float: two or three groups of R's rows loaded ahead into
+// registers (double; two in float for k <= 16) took 0.97 to 1.07 of the time at n = 5000
+// to 20000 (A/B with each build in its own process).  The apply alone (structured_apply,
+// after the solve, two blocks per SM) moved 2.0 TB/s there, 43 percent of the memory's
+// peak, at a quarter of the SM's warps (registers; Nsight Compute).
 // Taking P_{C-2} through M2 (one product after it comes, not a product for z and one
 // for y) made the update 2 to 7 percent faster in float and up to 6 in double (A/B, the
 // same cases); the tile it needs is made up by receiving P_J in y's place (the loop) and
