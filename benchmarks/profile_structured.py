@@ -20,6 +20,10 @@ microseconds from the first block's start:
 * ``apply end``: the last job of the apply done, ``last job start``: when the job that ended
   last started (where it started after ``last P``, the apply was behind the chain);
 * ``call``: the whole call (CUDA events; the stamps add a few percent).
+
+With ``--jobs``, after each case: every 25 us of the last call, the blocks of the solve and
+the apply's jobs running, the jobs started and done; how many jobs started after the last
+P, and their median time per 32 rows.
 """
 import argparse
 import statistics
@@ -64,6 +68,7 @@ def one_call(R, V, stamps, flush):
     s = np.where(s > 0, s - s[:used, 0].min(), -1)[:used] / 1e3
     solve, apply = s[:nb], s[nb:]
     last_job = int(np.argmax(apply[:, 6]))
+    one_call.last = (solve, apply)
     return {"set up": solve[0, 1], "first P": solve[0, 3], "last P": solve[-1, 3],
             "step": np.median(np.diff(solve[:, 3])),
             "step p90": np.percentile(np.diff(solve[:, 3]), 90),
@@ -71,6 +76,23 @@ def one_call(R, V, stamps, flush):
             "F work": np.median(solve[:, 5] - solve[:, 3]), "last F": solve[-1, 5],
             "apply end": apply[:, 6].max(), "last job start": apply[last_job, 0],
             "call": 1e3 * cp.cuda.get_elapsed_time(start, end)}
+
+
+def jobs(solve, apply, table):
+    """Lines: the solve's blocks and the apply's jobs over one call (see --jobs)."""
+    lines = []
+    for t in np.arange(0, apply[:, 6].max() + 1, 25):
+        running = [int(((x[:, 0] <= t) & (x[:, 6] > t)).sum()) for x in (solve, apply)]
+        started = int((apply[:, 0] <= t).sum())
+        done = int(((apply[:, 6] >= 0) & (apply[:, 6] <= t)).sum())
+        lines.append(f"    t {t:5.0f} us: solve {running[0]:4d}, apply {running[1]:4d} "
+                     f"running, {started:5d} jobs started, {done:5d} done")
+    late = apply[:, 0] > solve[-1, 3]
+    groups = (table[:, 3] - table[:, 2]) / 32
+    per = np.median((apply[late, 6] - apply[late, 0]) / groups[late]) if late.any() else 0
+    lines.append(f"    {int(late.sum())} of {len(table)} jobs started after the last P, "
+                 f"{per:.2f} us a group of 32 rows (median)")
+    return lines
 
 
 def main(argv=None):
@@ -81,6 +103,7 @@ def main(argv=None):
     p.add_argument("--reps", type=int, default=8)
     p.add_argument("--growth-max", type=float, default=gpu.GpuExecutor.growth_max,
                    help="the growth test (GpuExecutor.growth_max; 0: none)")
+    p.add_argument("--jobs", action="store_true", help="also the apply's jobs over a call")
     p.add_argument("--out", type=Path, help="also write the table to this markdown file")
     args = p.parse_args(argv)
     gpu.GpuExecutor.growth_max = args.growth_max
@@ -111,6 +134,10 @@ def main(argv=None):
                     f"{statistics.median(r[c] for r in runs):.1f}" for c in COLUMNS) + " |")
                 lines.append(row)
                 print(row, flush=True)
+                if args.jobs:
+                    table = gpu._structured_table(n, dtype.itemsize, cp.cuda.Device().id,
+                                                  True).get()
+                    print("\n".join(jobs(*one_call.last, table)), flush=True)
     if args.out:
         options = [a for a in sys.argv[1:] if a not in ("--out", str(args.out))]
         args.out.write_text("Command: `python3 benchmarks/profile_structured.py "

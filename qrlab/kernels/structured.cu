@@ -111,7 +111,8 @@
 // flight.  On an H200 too, where the apply runs mostly after the chain at n >= 10000 in
 // double and n = 20000 in float: two or three groups of R's rows loaded ahead into
 // registers (double; two in float for k <= 16) took 0.97 to 1.07 of the time at n = 5000
-// to 20000 (A/B with each build in its own process).  The apply alone (structured_apply,
+// to 20000, and two groups of R, F and P ahead in double 0.97 to 1.07 (A/B with each
+// build in its own process).  The apply alone (structured_apply,
 // after the solve, two blocks per SM) moved 2.0 TB/s there, 43 percent of the memory's
 // peak, at a quarter of the SM's warps (registers; Nsight Compute).
 // Taking P_{C-2} through M2 (one product after it comes, not a product for z and one
