@@ -51,7 +51,8 @@ def stamped_kernels():
 
 
 def one_call(R, V, stamps, flush):
-    """The phases of one update (a dict of COLUMNS, microseconds)."""
+    """The phases of one update (a dict of COLUMNS, microseconds), and the stamps of the
+    solve's blocks and of the apply's jobs (microseconds from the first block's start)."""
     n = R.shape[0]
     nb = -(-n // 64)
     stamps.fill(0)
@@ -68,14 +69,13 @@ def one_call(R, V, stamps, flush):
     s = np.where(s > 0, s - s[:used, 0].min(), -1)[:used] / 1e3
     solve, apply = s[:nb], s[nb:]
     last_job = int(np.argmax(apply[:, 6]))
-    one_call.last = (solve, apply)
     return {"set up": solve[0, 1], "first P": solve[0, 3], "last P": solve[-1, 3],
             "step": np.median(np.diff(solve[:, 3])),
             "step p90": np.percentile(np.diff(solve[:, 3]), 90),
             "loop early": np.median(solve[1:, 2] - solve[:-1, 3]),
             "F work": np.median(solve[:, 5] - solve[:, 3]), "last F": solve[-1, 5],
             "apply end": apply[:, 6].max(), "last job start": apply[last_job, 0],
-            "call": 1e3 * cp.cuda.get_elapsed_time(start, end)}
+            "call": 1e3 * cp.cuda.get_elapsed_time(start, end)}, (solve, apply)
 
 
 def jobs(solve, apply, table):
@@ -127,7 +127,8 @@ def main(argv=None):
                 runs = []
                 for rep in range(args.reps + 1):          # (the first one warms up)
                     V = cp.random.standard_normal((n, k), dtype=dtype)
-                    phases = one_call(R, V * (0.9 / cp.linalg.norm(V)), stamps, flush)
+                    phases, last = one_call(R, V * (0.9 / cp.linalg.norm(V)), stamps,
+                                            flush)
                     if rep > 0:
                         runs.append(phases)
                 row = (f"| {name} | {n} | {k} | " + " | ".join(
@@ -137,7 +138,7 @@ def main(argv=None):
                 if args.jobs:
                     table = gpu._structured_table(n, dtype.itemsize, cp.cuda.Device().id,
                                                   True).get()
-                    print("\n".join(jobs(*one_call.last, table)), flush=True)
+                    print("\n".join(jobs(*last, table)), flush=True)
     if args.out:
         options = [a for a in sys.argv[1:] if a not in ("--out", str(args.out))]
         args.out.write_text("Command: `python3 benchmarks/profile_structured.py "

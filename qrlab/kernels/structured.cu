@@ -112,9 +112,9 @@
 // double and n = 20000 in float: two or three groups of R's rows loaded ahead into
 // registers (double; two in float for k <= 16) took 0.97 to 1.07 of the time at n = 5000
 // to 20000, and two groups of R, F and P ahead in double 0.97 to 1.07 (A/B with each
-// build in its own process).  The apply alone (structured_apply,
-// after the solve, two blocks per SM) moved 2.0 TB/s there, 43 percent of the memory's
-// peak, at a quarter of the SM's warps (registers; Nsight Compute).
+// build in its own process).  The apply alone (structured_apply, after the solve, two
+// blocks per SM) moved 2.0 TB/s there, 43 percent of the memory's peak, at a quarter of
+// the SM's warps (registers; Nsight Compute).
 // Taking P_{C-2} through M2 (one product after it comes, not a product for z and one
 // for y) made the update 2 to 7 percent faster in float and up to 6 in double (A/B, the
 // same cases); the tile it needs is made up by receiving P_J in y's place (the loop) and
