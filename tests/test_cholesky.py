@@ -625,7 +625,7 @@ class TestCuPy:
 
     @pytest.mark.parametrize("follow", [True, False])
     @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-    @pytest.mark.parametrize("n, k", [(130, 1), (2100, 1), (700, 16), (2100, 64)])
+    @pytest.mark.parametrize("n, k", [(130, 1), (301, 7), (2100, 1), (700, 16), (2100, 64)])
     def test_structured_writes_every_value(self, n, k, dtype, follow, monkeypatch):
         """Into an array filled with nan, the structured kernels write every value: the
         factor above the diagonal and zeros below it (written by the solve's blocks when
