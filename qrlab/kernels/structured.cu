@@ -1835,6 +1835,35 @@ __device__ __forceinline__ int st_f_ld()
 }
 
 template <typename T>
+__device__ __forceinline__ void st_apply_z4(T* Z, const T* Pi, const T* B, int k, int czero)
+{
+    // The apply's Z -= P_I^T R_I for k <= 4: Z[q][c] -= sum_{l < 32} Pi[l][q] B[l][c] for
+    // q < k, c < 64 (Pi's rows 4 values apart, B's and Z's ST_LD), and Z[q][c] = 0 for
+    // c < czero.  By warps 0 to 3: column 16 w + lane % 16, rows l of one half of the sum
+    // (lane / 16: a half-warp loads 16 neighbouring values of one row of B), the halves
+    // added by one shuffle.  Through st_product (the sum split over 8 lanes, three rounds
+    // of shuffles, the split's index arithmetic at run time) this product took about a
+    // quarter of the apply's warp time for k = 1 (Nsight Compute's stall samples, H200).
+    const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (w >= 4) return;
+    const int c = 16 * w + (lane & 15), l0 = 16 * (lane >> 4);
+    T acc[4] = {};
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+        T p[4];
+        lds4(Pi + (l0 + i) * 4, p);
+        const T b = B[(l0 + i) * ST_LD + c];
+#pragma unroll
+        for (int q = 0; q < 4; ++q) acc[q] = fma(p[q], b, acc[q]);
+    }
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+        acc[q] += __shfl_xor_sync(0xffffffff, acc[q], 16);
+        if (lane < 16 && q < k) Z[q * ST_LD + c] = c < czero ? T(0) : Z[q * ST_LD + c] - acc[q];
+    }
+}
+
+template <typename T>
 __device__ __forceinline__ void st_apply_out(T* out, long ldo, int r0, int r_end, int c0,
                                              int n, const T* Ft, int fld, const T* BZ, int kp)
 {
@@ -1978,7 +2007,11 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
         }
         __syncthreads();
         // Z -= P_I^T R_I; the columns these rows finish are zero from here on
-        st_product(Z, ST_LD, 1, Pi, pld, B, ST_LD, 32, k, 64, tq, T(-1), true, r0 + 32 - c0);
+        if (kp == 4)
+            st_apply_z4(Z, Pi, B, k, r0 + 32 - c0);
+        else
+            st_product(Z, ST_LD, 1, Pi, pld, B, ST_LD, 32, k, 64, tq, T(-1), true,
+                       r0 + 32 - c0);
         __syncthreads();
         // R~_I = M_II R_I + Wm_I Z (B and Z are one (32 + kp) x 64 operand)
         st_apply_out(out, ldo, r0, r_end, c0, n, Ft, fld, B, kp);
