@@ -10,9 +10,9 @@ a process, where a module loaded earlier could be the one that runs.  Every proc
 each case (cholesky_bench.py's Clock: CUDA events, the L2 cache flushed before each call, a
 warm-up call first) on the same inputs (seeded), and measures the result's error against
 the float64 update of the same inputs by the chain of reflectors (another algorithm, so
-that float64 cases have an error to compare too).  The table gives, per build, the median over the
-rounds of each round's median (and the rounds' medians, so that a drift shows), that over
-the first build's, and the largest relative error seen.
+that float64 cases have an error to compare too).  The table gives, per build, the median
+over the rounds of each round's median (and the rounds' medians, so that a drift shows),
+that over the first build's, and the largest relative error seen.
 """
 import argparse
 import json
