@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 import qrlab  # noqa: E402
 import qrlab.gpu as gpu  # noqa: E402
+from cholesky_bench import Clock  # noqa: E402
 from profile_panels import timed_kernels  # noqa: E402  (the module built with the stamps)
 from qrlab.backend import gpu_name  # noqa: E402
 
@@ -50,18 +51,13 @@ def stamped_kernels():
     return mod, cp.ndarray((16384, 8), cp.uint64, mod.get_global("structured_stamps"))
 
 
-def one_call(R, V, stamps, flush):
+def one_call(R, V, stamps, clock):
     """The phases of one update (a dict of COLUMNS, microseconds), and the stamps of the
     solve's blocks and of the apply's jobs (microseconds from the first block's start)."""
     n = R.shape[0]
     nb = -(-n // 64)
     stamps.fill(0)
-    flush.fill(1.0)
-    start, end = cp.cuda.Event(), cp.cuda.Event()
-    start.record()
-    qrlab.cholesky_update(R, V)
-    end.record()
-    end.synchronize()
+    ms, _ = clock(lambda: qrlab.cholesky_update(R, V))
     s = stamps.get().astype(np.int64)
     used = int((s[:, 0] > 0).sum())
     if used <= nb:
@@ -75,7 +71,7 @@ def one_call(R, V, stamps, flush):
             "loop early": np.median(solve[1:, 2] - solve[:-1, 3]),
             "F work": np.median(solve[:, 5] - solve[:, 3]), "last F": solve[-1, 5],
             "apply end": apply[:, 6].max(), "last job start": apply[last_job, 0],
-            "call": 1e3 * cp.cuda.get_elapsed_time(start, end)}, (solve, apply)
+            "call": 1e3 * ms}, (solve, apply)
 
 
 def jobs(solve, apply, table):
@@ -111,7 +107,7 @@ def main(argv=None):
         p.error(f"k must be at most {gpu.GpuExecutor.structured_k_max} (one launch)")
     mod, stamps = stamped_kernels()
     gpu.kernels = lambda: mod            # (before the first update: the plans cache them)
-    flush = cp.empty(256 * 2**20 // 4, dtype=cp.float32)   # so no call starts with a warm L2
+    clock = Clock(cp)                    # (it flushes L2 before each call)
     lines = [f"Phases of one structured update, us from the first block's start (median of "
              f"{args.reps}; growth test {args.growth_max:g}; {gpu_name()})", "",
              "| dtype | n | k | " + " | ".join(COLUMNS) + " |",
@@ -128,7 +124,7 @@ def main(argv=None):
                 for rep in range(args.reps + 1):          # (the first one warms up)
                     V = cp.random.standard_normal((n, k), dtype=dtype)
                     phases, last = one_call(R, V * (0.9 / cp.linalg.norm(V)), stamps,
-                                            flush)
+                                            clock)
                     if rep > 0:
                         runs.append(phases)
                 row = (f"| {name} | {n} | {k} | " + " | ".join(

@@ -19,6 +19,7 @@ import numpy as np
 
 import qrlab
 import qrlab.gpu as gpu
+from cholesky_bench import Clock   # (after qrlab: it puts its own checkout on sys.path)
 
 
 def factor(dtype, n, k):
@@ -28,30 +29,25 @@ def factor(dtype, n, k):
     return R, V * (0.9 / cp.linalg.norm(V))
 
 
-def median_us(R, V, follow, reps=9):
+def median_us(clock, R, V, follow, reps=9):
     gpu.GpuExecutor.structured_follow = follow
-    flush = cp.empty(64 * 2**20, dtype=cp.float32)
     times = []
     for rep in range(reps + 1):                     # (the first one warms up)
-        flush.fill(1)
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        qrlab.cholesky_update(R, V)
-        end.record()
-        end.synchronize()
+        ms, _ = clock(lambda: qrlab.cholesky_update(R, V))
         if rep:
-            times.append(cp.cuda.get_elapsed_time(start, end) * 1e3)
+            times.append(ms * 1e3)
     return statistics.median(times)
 
 
 def main(mode, cases):
+    clock = Clock(cp)
     for case in cases:
         name, n, k = case.split(":")
         R, V = factor(np.dtype(name), int(n), int(k))
         if mode == "time":
             for _ in range(2):
-                print(f"{case}: one launch {median_us(R, V, True):.1f} us, "
-                      f"two launches {median_us(R, V, False):.1f} us", flush=True)
+                print(f"{case}: one launch {median_us(clock, R, V, True):.1f} us, "
+                      f"two launches {median_us(clock, R, V, False):.1f} us", flush=True)
         else:
             gpu.GpuExecutor.structured_follow = False
             for _ in range(3):
