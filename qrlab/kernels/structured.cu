@@ -767,7 +767,11 @@ __device__ int st_cholesky(T* A, int rows, int la, int cols, T* rsd)
     // code it takes.  Keeping a thread's rows in registers (32 predicated slots, row
     // j + 1 handed on through A after step j) made that work twice as long at k = 16 and
     // 64 (n = 5000: 61 to 133 us in float, 52 to 118 in double) and the update 4 to 38
-    // percent slower (H100, A/B).
+    // percent slower (H100, A/B).  For updates, C = I + X X^T factored by groups of 16
+    // rows (Woodbury on (I + sum of the groups' X_H^T X_H before)^{-1}: four factorizations
+    // of 16 rows and products of k columns) gave the same errors and left the update
+    // 0.1 to 2.2 percent slower (H200, k = 16 and 64, A/B;
+    // benchmarks/results/structured-phases-NVIDIA-H200.md).
     const int hs = ST_NT / cols, c = threadIdx.x % cols, h0 = threadIdx.x / cols;
     const int last = h0 >= hs ? -1 : c >= rows ? rows - 1 : c;
     int i0 = h0;                                      // this thread's first row below j
