@@ -81,17 +81,27 @@ def routes(R, U):
     return out
 
 
+#: the pivots' cases: (s, p) and the pivot as a fraction of its row's largest entry
+PIVOT_SIZES = ((1000, 64), (2000, 200))
+PIVOT_FRACTIONS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7)
+
+
+def pivot_problem(s, p, t, dtype):
+    """R (s x s, that of a 2s x s Gaussian matrix, pivot s/2 set to t times its row's
+    largest entry) and p Gaussian rows U to add to it."""
+    rng = np.random.default_rng(7)
+    R = np.linalg.qr(rng.standard_normal((2 * s, s)), mode="r")
+    R[s // 2, s // 2] = t * np.abs(R[s // 2]).max()
+    return R.astype(dtype), rng.standard_normal((p, s)).astype(dtype)
+
+
 def pivots():
     from qrlab.gpu import GpuExecutor
     forced(GpuExecutor)
     for dtype in ("float32", "float64"):
-        for s, p in ((1000, 64), (2000, 200)):
-            for t in (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7):
-                rng = np.random.default_rng(7)
-                R = np.linalg.qr(rng.standard_normal((2 * s, s)), mode="r")
-                R[s // 2, s // 2] = t * np.abs(R[s // 2]).max()
-                R = R.astype(dtype)
-                U = rng.standard_normal((p, s)).astype(dtype)
+        for s, p in PIVOT_SIZES:
+            for t in PIVOT_FRACTIONS:
+                R, U = pivot_problem(s, p, t, dtype)
                 W = np.vstack([R, U]).astype(np.float64)
                 G = W.T @ W
                 errs = []
