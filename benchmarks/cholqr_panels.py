@@ -13,8 +13,9 @@ Q1's top w x w block is upper triangular, so the reflectors follow with no LU (H
 reconstruction with the top known): U = Q1_top - D (D = -sign(diag Q1_top)), Y = [I;
 Q1_bot U^{-1}], and T from Y alone (T^{-1} + T^{-T} = Y^T Y), so that I - Y T Y^T is
 orthogonal to rounding whatever Q1's loss of orthogonality.  Its critical path is a few
-reductions over the rows, two w x w Cholesky factors and two w x w triangular solves, all
-of them products or w-step work in one warp, where the chain has w reductions over rows.
+Gram products over the rows, one w x w Cholesky factor a pass, T's inverse and
+triangular solves of the rows with w x w triangles, where the chain has w dependent
+reductions over the rows.
 The panel's own rows below w after I - Y T^T Y^T are dropped; their largest value,
 relative to the panel's, is the "residual" column.
 
@@ -33,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import scipy.linalg as sl
 
-from square_route import PIVOT_FRACTIONS, PIVOT_SIZES, pivot_problem
+from square_route import PIVOT_FRACTIONS, PIVOT_SIZES, gram, gram_error, pivot_problem
 
 
 def panel_reflectors(X, h, refine):
@@ -71,13 +72,6 @@ def triangle_by_cholqr(S, B, w=32, refine=True):
     return np.sign(np.diag(R))[:, None] * R, worst
 
 
-def gram_error(R1, S, B):
-    W = np.vstack([S, B]).astype(np.float64)
-    G = W.T @ W
-    R1 = R1.astype(np.float64)
-    return np.linalg.norm(R1.T @ R1 - G) / np.linalg.norm(G)
-
-
 def graded_problem(s, p, cond, dtype, rng):
     """R of a 2s x s matrix with singular values from 1 to 1 / cond, and p rows of its size."""
     Q, _ = np.linalg.qr(rng.standard_normal((2 * s, s)))
@@ -90,11 +84,12 @@ def rows(cases):
     out = ["| dtype | s | p | problem | Householder | Cholesky QR | residual | CholeskyQR2 |"
            " residual |", "|---|---|---|---|---|---|---|---|---|"]
     for dtype, s, p, label, S, B in cases:
-        cells = [f"{gram_error(np.linalg.qr(np.vstack([S, B]), mode='r'), S, B):.1e}"]
+        G = gram(S, B)
+        cells = [f"{gram_error(np.linalg.qr(np.vstack([S, B]), mode='r'), G):.1e}"]
         for refine in (False, True):
             try:
                 R1, worst = triangle_by_cholqr(S, B, refine=refine)
-                cells += [f"{gram_error(R1, S, B):.1e}", f"{worst:.1e}"]
+                cells += [f"{gram_error(R1, G):.1e}", f"{worst:.1e}"]
             except np.linalg.LinAlgError:
                 cells += ["not positive definite", ""]
         out.append(f"| {np.dtype(dtype).name} | {s} | {p} | {label} | " + " | ".join(cells)

@@ -95,6 +95,18 @@ def pivot_problem(s, p, t, dtype):
     return R.astype(dtype), rng.standard_normal((p, s)).astype(dtype)
 
 
+def gram(R, U):
+    """[R; U]^T [R; U] in float64: the matrix whose Cholesky factor adding U to R gives."""
+    W = np.vstack([R, U]).astype(np.float64)
+    return W.T @ W
+
+
+def gram_error(R1, G):
+    """The Gram matrix's backward error ||R1^T R1 - G|| / ||G|| (R1 taken in float64)."""
+    R1 = R1.astype(np.float64)
+    return np.linalg.norm(R1.T @ R1 - G) / np.linalg.norm(G)
+
+
 def pivots():
     from qrlab.gpu import GpuExecutor
     forced(GpuExecutor)
@@ -102,12 +114,8 @@ def pivots():
         for s, p in PIVOT_SIZES:
             for t in PIVOT_FRACTIONS:
                 R, U = pivot_problem(s, p, t, dtype)
-                W = np.vstack([R, U]).astype(np.float64)
-                G = W.T @ W
-                errs = []
-                for Rg in routes(R, U):
-                    R1 = Rg[:s].get().astype(np.float64)
-                    errs.append(np.linalg.norm(R1.T @ R1 - G) / np.linalg.norm(G))
+                G = gram(R, U)
+                errs = [gram_error(Rg[:s].get(), G) for Rg in routes(R, U)]
                 print(f"{dtype} s={s} p={p} pivot/rowmax {t:.0e}: chain {errs[0]:.1e} "
                       f"structured {errs[1]:.1e} ratio {errs[1] / errs[0]:.1f}", flush=True)
 
