@@ -23,7 +23,11 @@ microseconds from the first block's start:
 
 With ``--jobs``, after each case: every 25 us of the last call, the blocks of the solve and
 the apply's jobs running, the jobs started and done; how many jobs started after the last
-P, and their median time per 32 rows.
+P, and their median time per 32 rows.  With ``--parts``, after each case: the median over
+the last call's jobs of the nanoseconds a group of 32 rows spends in each part of the
+apply's loop (``structured_parts``: the flags and first barrier, the stash and next loads,
+the Z product, the output product and its stores), for all jobs and for those that
+started after the last P.
 """
 import argparse
 import statistics
@@ -45,10 +49,31 @@ COLUMNS = ["set up", "first P", "last P", "step", "step p90", "loop early", "F w
            "last F", "apply end", "last job start", "call"]
 
 
+PARTS = ["flags", "stash", "Z", "out"]
+
+
 def stamped_kernels():
-    """qrlab's kernels built with -DQRLAB_PHASE_TIMES, and their stamps (ticket x 8)."""
+    """qrlab's kernels built with -DQRLAB_PHASE_TIMES, their stamps (ticket x 8) and the
+    apply's cycles by part (ticket x 8)."""
     mod = timed_kernels()
-    return mod, cp.ndarray((16384, 8), cp.uint64, mod.get_global("structured_stamps"))
+    return (mod, cp.ndarray((16384, 8), cp.uint64, mod.get_global("structured_stamps")),
+            cp.ndarray((16384, 8), cp.int64, mod.get_global("structured_parts")))
+
+
+def parts(solve, apply, cycles):
+    """Lines: the median ns a group of 32 rows spends in each part of the apply's loop."""
+    nb = len(solve)
+    c = cycles[nb:nb + len(apply)].astype(float)
+    ns = c[:, :4] / np.maximum(c[:, 4:5], 1) / cp.cuda.Device().attributes["ClockRate"] * 1e6
+    rows = c[:, 4] > 0
+    late = rows & (apply[:, 0] > solve[-1, 3])
+    lines = []
+    for name, pick in (("all jobs", rows), ("jobs started after the last P", late)):
+        if pick.any():
+            lines.append(f"    {name} ({int(pick.sum())}), ns a group: " + ", ".join(
+                f"{p} {np.median(ns[pick, i]):.0f}" for i, p in enumerate(PARTS))
+                + f"; sum {np.median(ns[pick].sum(axis=1)):.0f}")
+    return lines
 
 
 def one_call(R, V, stamps, clock):
@@ -100,12 +125,14 @@ def main(argv=None):
     p.add_argument("--growth-max", type=float, default=gpu.GpuExecutor.growth_max,
                    help="the growth test (GpuExecutor.growth_max; 0: none)")
     p.add_argument("--jobs", action="store_true", help="also the apply's jobs over a call")
+    p.add_argument("--parts", action="store_true",
+                   help="also the time of each part of the apply's loop")
     p.add_argument("--out", type=Path, help="also write the table to this markdown file")
     args = p.parse_args(argv)
     gpu.GpuExecutor.growth_max = args.growth_max
     if any(k > gpu.GpuExecutor.structured_k_max for k in args.k):
         p.error(f"k must be at most {gpu.GpuExecutor.structured_k_max} (one launch)")
-    mod, stamps = stamped_kernels()
+    mod, stamps, cycles = stamped_kernels()
     gpu.kernels = lambda: mod            # (before the first update: the plans cache them)
     clock = Clock(cp)                    # (it flushes L2 before each call)
     lines = [f"Phases of one structured update, us from the first block's start (median of "
@@ -131,6 +158,8 @@ def main(argv=None):
                     f"{statistics.median(r[c] for r in runs):.1f}" for c in COLUMNS) + " |")
                 lines.append(row)
                 print(row, flush=True)
+                if args.parts:
+                    print("\n".join(parts(*last, cycles.get())), flush=True)
                 if args.jobs:
                     table = gpu._structured_table(n, dtype.itemsize, cp.cuda.Device().id,
                                                   True).get()

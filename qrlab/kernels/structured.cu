@@ -210,8 +210,33 @@ __device__ __forceinline__ void st_stamp(int slot)
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     if (threadIdx.x == 0 && st_who < ST_STAMPED) structured_stamps[st_who][slot] = t;
 }
+// and a job of the apply sums, as its thread 0 sees them, the SM cycles (clock64) of each
+// part of its loop over groups of 32 rows in structured_parts[ticket]: 0 from the
+// group's start to its first barrier (the flags looked at, the slowest warp's product
+// before), 1 the stash and the next group's loads issued, to the second barrier, 2 the Z
+// product, to the third, 3 thread 0's share of the output product and its stores; 4 the
+// groups
+__device__ long long structured_parts[ST_STAMPED][8];
+#define ST_PART_START long long st_pt = clock64(), st_ps[4] = {}
+#define ST_PART(i)                                                                     \
+    do {                                                                               \
+        const long long st_u = clock64();                                              \
+        st_ps[i] += st_u - st_pt;                                                      \
+        st_pt = st_u;                                                                  \
+    } while (0)
+#define ST_PART_END(groups)                                                            \
+    do {                                                                               \
+        if (threadIdx.x == 0 && st_who < ST_STAMPED) {                                 \
+            for (int st_i = 0; st_i < 4; ++st_i)                                       \
+                structured_parts[st_who][st_i] = st_ps[st_i];                          \
+            structured_parts[st_who][4] = groups;                                      \
+        }                                                                              \
+    } while (0)
 #else
 __device__ __forceinline__ void st_stamp(int) {}
+#define ST_PART_START
+#define ST_PART(i)
+#define ST_PART_END(groups)
 #endif
 #define ST_LD 68     // leading dimension of 64-column tiles in shared memory: rows 4 banks
                      // apart, so that the lanes splitting a product's sum do not collide
@@ -2002,11 +2027,13 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
     st_fetch<32>(rt, R, ldr, n, r_begin, c0);
     st_fetch_vec<6 * sizeof(T) / 8>(fv, F + (long)(r_begin / 32) * nf, nf);
     st_fetch_vec<4 * sizeof(T) / 8>(pv, P + (long)r_begin * kp, np);
+    ST_PART_START;
     for (int r0 = r_begin; r0 < r_end; r0 += 32) {
         // (the next 32 rows are prefetched below: their block's F and P must be there)
         if (follow && tid < 32 && r0 + 32 < r_end && (r0 + 32) / ST_B > ready)
             ready = st_done_ready(done, (r0 + 32) / ST_B, last);
         __syncthreads();
+        ST_PART(0);
         st_stash<32>(B, rt);
         st_stash_padded<6 * sizeof(T) / 8>(Ft, fv, nf, 32, fld);
         st_stash_padded<4 * sizeof(T) / 8>(Pi, pv, np, kp, pld);
@@ -2016,6 +2043,7 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
             st_fetch_vec<4 * sizeof(T) / 8>(pv, P + (long)(r0 + 32) * kp, np);
         }
         __syncthreads();
+        ST_PART(1);
         // Z -= P_I^T R_I; the columns these rows finish are zero from here on
         if (kp == 4)
             st_apply_z4(Z, Pi, B, k, r0 + 32 - c0);
@@ -2023,9 +2051,12 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
             st_product(Z, ST_LD, 1, Pi, pld, B, ST_LD, 32, k, 64, tq, T(-1), true,
                        r0 + 32 - c0);
         __syncthreads();
+        ST_PART(2);
         // R~_I = M_II R_I + Wm_I Z (B and Z are one (32 + kp) x 64 operand)
         st_apply_out(out, ldo, r0, r_end, c0, n, Ft, fld, B, kp);
+        ST_PART(3);
     }
+    if (follow) ST_PART_END((r_end - r_begin + 31) / 32);   // (st_who: the one launch)
 }
 
 __device__ void st_report(int* sync, int nb, int* found)
