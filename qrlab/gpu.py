@@ -225,11 +225,16 @@ def _structured_smem(item, kp):
     ``item`` bytes and ``k`` padded to ``kp``: the solve's four 64 x 68 tiles (rows of
     68: see the kernel) and two 64 x kp blocks; the apply's R_I and Z (rows of 68), F
     and P_I.  The rows of the kp-wide blocks are padded to kp + 4 where kp is a multiple
-    of 8, and in double those of F to 36 values (``st_kp_ld``, ``st_f_ld``)."""
+    of 8, and those of F to 36 values in double, 40 in float (``st_kp_ld``,
+    ``st_f_ld``); in float, for the product in 3xTF32, Z has kp rounded up to 8 rows and
+    F is held twice, split (``st_apply_out``; the most that float asks, for any k)."""
     kl = kp + 4 if kp % 8 == 0 else kp
-    fld = 36 if item == 8 else 32
-    return ((4 * 64 * 68 + 2 * 64 * kl) * item,
-            ((32 + kp) * 68 + (32 + kp) * fld + 32 * kl) * item)
+    if item == 8:
+        apply = (32 + kp) * 68 + (32 + kp) * 36 + 32 * kl
+    else:
+        kz = -(-kp // 8) * 8
+        apply = (32 + kz) * 68 + 2 * (32 + kz) * 40 + 32 * kl
+    return (4 * 64 * 68 + 2 * 64 * kl) * item, apply * item
 
 
 @functools.lru_cache(maxsize=None)

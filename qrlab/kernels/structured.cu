@@ -1861,12 +1861,51 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     return zt;
 }
 
+// The apply's output product in float: for k > 1 on the tensor cores in 3xTF32, F split
+// once as it is stashed (st_stash_split) and Z's rows padded to a multiple of 8 (the
+// mma's k); for k = 1 by FMA, F as it is.  On an H200 (float32, n = 10000, the cycles of
+// each part of the apply's loop, profile_structured.py --parts) the product took 1.10 us
+// a group of 32 rows in 3xTF32 against 1.45 by FMA for k = 16 and 1.99 against 2.76 for
+// k = 64; for k = 1 (k <= 4 in 3xTF32) the update took 1.06 times as long (A/B; the
+// chain's last P 18 us later), so k = 1 keeps FMA.  The choice is a template argument of
+// st_apply where the kernel's k allows (MMA: 0 FMA, 1 mma, -1 by k at run time), so that
+// the kernels of the one launch hold the code of one product only (with both, ptxas
+// spilled 40 to 132 bytes in them); the one launch and the apply after the solve choose
+// alike, so that both give the same result bit for bit.
+template <int MMA>
+__device__ __forceinline__ bool st_apply_mma(int k) { return MMA < 0 ? k > 1 : MMA == 1; }
+
 template <typename T>
-__device__ __forceinline__ int st_f_ld()
+__device__ __forceinline__ int st_f_ld(bool mma)
 {
-    // leading dimension of F in the apply's shared memory: in double, rows 8 banks apart,
-    // so that the loads of A of a DMMA do not collide (float reads F's rows whole)
-    return sizeof(T) == 8 ? 36 : 32;
+    // leading dimension of F in the apply's shared memory: rows 8 banks apart, so that
+    // the loads of A of a DMMA (double) or mma (float, F split) do not collide; float's
+    // FMA product reads F's rows whole
+    return sizeof(T) == 8 ? 36 : mma ? 40 : 32;
+}
+
+template <int N>
+__device__ __forceinline__ void st_stash_split(float* big, float* small, const int4 v[N],
+                                               int count)
+{
+    // F's values that st_fetch_vec read (rows of 32) split for 3xTF32 (st_tf32_split)
+    // once here, not by each warp of the product that reads them: the big parts into
+    // big, the small into small, rows 40 apart (st_f_ld)
+#pragma unroll
+    for (int u = 0; u < N; ++u) {
+        const int e = (threadIdx.x + u * ST_NT) * 4;
+        if (e < count) {
+            const float4 x = *reinterpret_cast<const float4*>(&v[u]);
+            unsigned b[4], s[4];
+            st_tf32_split(x.x, b[0], s[0]);
+            st_tf32_split(x.y, b[1], s[1]);
+            st_tf32_split(x.z, b[2], s[2]);
+            st_tf32_split(x.w, b[3], s[3]);
+            const int at = (e / 32) * 40 + e % 32;
+            *reinterpret_cast<uint4*>(big + at) = make_uint4(b[0], b[1], b[2], b[3]);
+            *reinterpret_cast<uint4*>(small + at) = make_uint4(s[0], s[1], s[2], s[3]);
+        }
+    }
 }
 
 template <typename T>
@@ -1900,16 +1939,20 @@ __device__ __forceinline__ void st_apply_z4(T* Z, const T* Pi, const T* B, int k
 
 template <typename T>
 __device__ __forceinline__ void st_apply_out(T* out, long ldo, int r0, int r_end, int c0,
-                                             int n, const T* Ft, int fld, const T* BZ, int kp)
+                                             int n, const T* Ft, int fld, const T* BZ, int kp,
+                                             bool mma)
 {
     // out rows r0 .. r0 + 32 (those before r_end), columns c0 .. c0 + 64 (those before n)
     // = sum_l Ft[l][q] BZ[l][c], l < 32 + kp (Ft's rows fld apart, BZ's ST_LD); Ft[l][q] = 0
     // for l < q (M_II is upper triangular), so the rows of each thread's or warp's outputs
     // start its sum there
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    if constexpr (sizeof(T) == 4) {
-        // warp w: rows 8 (w / 2) .. + 8, columns 32 (w % 2) .. + 32, each lane 2 rows by
-        // 4 columns (8 lanes across, so that a row of BZ is one load)
+    // on the tensor cores: warp w rows 16 (w / 4) .. + 16, columns 16 (w % 4) .. + 16, as
+    // two tiles of 8 columns
+    const int g = lane >> 2, t = lane & 3, wr = 16 * (w / 4), wc = 16 * (w % 4);
+    if (sizeof(T) == 4 && !mma) {
+        // float by FMA: warp w rows 8 (w / 2) .. + 8, columns 32 (w % 2) .. + 32, each
+        // lane 2 rows by 4 columns (8 lanes across, so that a row of BZ is one load)
         const int q0 = 8 * (w / 2) + 2 * (lane / 8), cq = 32 * (w % 2) + 4 * (lane % 8);
         const int l0 = 8 * (w / 2);
         T acc[4][4] = {};
@@ -1932,9 +1975,56 @@ __device__ __forceinline__ void st_apply_out(T* out, long ldo, int r0, int r_end
                         if (c0 + cq + j < n) o[j] = acc[i][j];
             }
         }
+    } else if constexpr (sizeof(T) == 4) {
+        // float in 3xTF32 (mma m16n8k8): Ft is F split (st_stash_split), its big parts
+        // then its small, (32 + kz) rows each (kz: kp up to a multiple of 8; BZ's and Ft's
+        // rows from 32 + kp on are zero)
+        const int kz = (kp + 7) & ~7;
+        const float* const Fs = Ft + (32 + kz) * fld;
+        float acc[2][4] = {}, low[2][4] = {};
+#pragma unroll 2
+        for (int l = wr; l < 32 + kz; l += 8) {
+            unsigned ab[4], as[4];
+            const int f = (l + t) * fld + wr + g;
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int at = f + 8 * (e & 1) + 4 * fld * (e >> 1);
+                ab[e] = __float_as_uint(Ft[at]);
+                as[e] = __float_as_uint(Fs[at]);
+            }
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+                const float* bz = BZ + (l + t) * ST_LD + wc + 8 * j + g;
+                unsigned bb[2], bs[2];
+                st_tf32_split(bz[0], bb[0], bs[0]);
+                st_tf32_split(bz[4 * ST_LD], bb[1], bs[1]);
+                st_mma_tf32(low[j], as, bb);
+                st_mma_tf32(low[j], ab, bs);
+                st_mma_tf32(acc[j], ab, bb);
+            }
+        }
+        // a tile's two neighbouring columns one store where the row's address allows:
+        // each store of a warp then fills whole 32-byte sectors
+        const bool vec = ((reinterpret_cast<size_t>(out) | (size_t)ldo * 4) & 7) == 0;
+#pragma unroll
+        for (int e = 0; e < 4; e += 2) {
+            const int r = r0 + wr + g + 8 * (e >> 1);
+            if (r >= r_end) continue;
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+                const int c = c0 + wc + 8 * j + 2 * t;
+                float* o = out + (long)r * ldo + c;
+                const float v0 = acc[j][e] + low[j][e], v1 = acc[j][e + 1] + low[j][e + 1];
+                if (vec && c + 1 < n)
+                    *reinterpret_cast<float2*>(o) = make_float2(v0, v1);
+                else {
+                    if (c < n) o[0] = v0;
+                    if (c + 1 < n) o[1] = v1;
+                }
+            }
+        }
     } else {
-        // warp w: rows 16 (w / 4) .. + 16, columns 16 (w % 4) .. + 16, as two m16n8k4 tiles
-        const int g = lane >> 2, t = lane & 3, wr = 16 * (w / 4), wc = 16 * (w % 4);
+        // double: DMMA m16n8k4
         double acc[2][4] = {};
 #pragma unroll 2
         for (int l = wr; l < 32 + kp; l += 4) {
@@ -1966,7 +2056,7 @@ __device__ __forceinline__ void st_apply_out(T* out, long ldo, int r0, int r_end
     }
 }
 
-template <typename T>
+template <typename T, int MMA = -1>
 __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, long ldo,
                          const T* __restrict__ W, long wq, long wc, int n, int k, const T* P,
                          const T* F, const T* Zs, int check, const int* sync)
@@ -1989,11 +2079,16 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
         st_zero(out, ldo, r_begin, r_end - r_begin, c0, min(c0 + ST_B, n));
         return;
     }
-    T* const B = reinterpret_cast<T*>(st_raw);   // R_I (32 x 64), then Z (kp x 64): ST_LD
+    // R_I (32 x 64), then Z (kz x 64), rows ST_LD apart; F of the 32 rows, (32 + kp) x 32
+    // (float: split, its big parts then its small, (32 + kz) x 32 each), rows fld apart;
+    // P_I (32 x kp), rows pld apart
+    const bool split = sizeof(T) == 4 && st_apply_mma<MMA>(k);
+    const int kz = split ? (kp + 7) & ~7 : kp;        // (the rows past kp zero)
+    const int fld = st_f_ld<T>(split), pld = st_kp_ld(kp);
+    T* const B = reinterpret_cast<T*>(st_raw);
     T* const Z = B + 32 * ST_LD;
-    const int fld = st_f_ld<T>(), pld = st_kp_ld(kp);
-    T* const Ft = Z + kp * ST_LD;                // F of the 32 rows, (32 + kp) x 32, rows fld
-    T* const Pi = Ft + (32 + kp) * fld;          //   apart; P_I (32 x kp), rows pld apart
+    T* const Ft = Z + kz * ST_LD;
+    T* const Pi = Ft + (split ? 2 * (32 + kz) : 32 + kp) * fld;
     const long npad = (long)nb * ST_B;
     const int tq = st_rows_per_thread(k);
 
@@ -2013,7 +2108,9 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
         __syncthreads();
         st_stamp(1);
     }
-    for (int e = tid; e < kp * 64; e += ST_NT) {
+    for (int e = tid; split && e < (kz - kp) * 32; e += ST_NT)   // (split F past 32 + kp)
+        Ft[(32 + kp + e / 32) * fld + e % 32] = Ft[(64 + kz + kp + e / 32) * fld + e % 32] = 0;
+    for (int e = tid; e < kz * 64; e += ST_NT) {
         const int q = e / 64, c = e % 64;
         T z = 0;
         if (q < k && c0 + c < n)
@@ -2035,7 +2132,11 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
         __syncthreads();
         ST_PART(0);
         st_stash<32>(B, rt);
-        st_stash_padded<6 * sizeof(T) / 8>(Ft, fv, nf, 32, fld);
+        if (split)
+            st_stash_split<3>(reinterpret_cast<float*>(Ft),
+                              reinterpret_cast<float*>(Ft + (32 + kz) * fld), fv, nf);
+        else
+            st_stash_padded<6 * sizeof(T) / 8>(Ft, fv, nf, 32, fld);
         st_stash_padded<4 * sizeof(T) / 8>(Pi, pv, np, kp, pld);
         if (r0 + 32 < r_end) {
             st_fetch<32>(rt, R, ldr, n, r0 + 32, c0);
@@ -2053,7 +2154,7 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
         __syncthreads();
         ST_PART(2);
         // R~_I = M_II R_I + Wm_I Z (B and Z are one (32 + kp) x 64 operand)
-        st_apply_out(out, ldo, r0, r_end, c0, n, Ft, fld, B, kp);
+        st_apply_out(out, ldo, r0, r_end, c0, n, Ft, fld, B, kp, split);
         ST_PART(3);
     }
     if (follow) ST_PART_END((r_end - r_begin + 31) / 32);   // (st_who: the one launch)
@@ -2128,7 +2229,8 @@ __device__ void st_update(const T* R, long ldr, T* out, long ldo, const T* W, lo
         st_report(sync, nb, found);
         if (zeros) st_zero(out, ldo, t * ST_B, min(ST_B, n - t * ST_B), zt * ST_B, t * ST_B);
     } else {
-        st_apply(job, true, R, ldr, out, ldo, W, wq, wc, n, k, P, F, Zs, 0, sync);
+        st_apply<T, KW == 1 ? 0 : 1>(job, true, R, ldr, out, ldo, W, wq, wc, n, k, P, F,
+                                     Zs, 0, sync);
         __syncthreads();
         if (threadIdx.x == 0)
             asm volatile("red.release.gpu.global.add.s32 [%0], 1;"
