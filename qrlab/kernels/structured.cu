@@ -1867,11 +1867,15 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
 // each part of the apply's loop, profile_structured.py --parts) the product took 1.10 us
 // a group of 32 rows in 3xTF32 against 1.45 by FMA for k = 16 and 1.99 against 2.76 for
 // k = 64; for k = 1 (k <= 4 in 3xTF32) the update took 1.06 times as long (A/B; the
-// chain's last P 18 us later), so k = 1 keeps FMA.  The choice is a template argument of
-// st_apply where the kernel's k allows (MMA: 0 FMA, 1 mma, -1 by k at run time), so that
-// the kernels of the one launch hold the code of one product only (with both, ptxas
-// spilled 40 to 132 bytes in them); the one launch and the apply after the solve choose
-// alike, so that both give the same result bit for bit.
+// chain's last P 18 us later), so k = 1 keeps FMA.  Its Z update for k > 4 goes by the
+// tensor cores too (st_apply_z_mma), with warps that split a part of P_I each, not all
+// of it: Z took 0.68 us a group for k = 16 (0.91 before) and 2.5 for k = 64 (2.6), and
+// the update 0.92 to 0.99 of the time (A/B, k = 7 to 256, n = 5000 to 20000).  The choice
+// of product is a template argument of st_apply where the kernel's k allows (MMA: 0 FMA,
+// 1 mma, -1 by k at run time), so that the kernels of the one launch hold the code of
+// one product only (with both, ptxas spilled 40 to 132 bytes in them); the one launch
+// and the apply after the solve choose alike, so that both give the same result bit for
+// bit.
 template <int MMA>
 __device__ __forceinline__ bool st_apply_mma(int k) { return MMA < 0 ? k > 1 : MMA == 1; }
 
@@ -1934,6 +1938,53 @@ __device__ __forceinline__ void st_apply_z4(T* Z, const T* Pi, const T* B, int k
     for (int q = 0; q < 4; ++q) {
         acc[q] += __shfl_xor_sync(0xffffffff, acc[q], 16);
         if (lane < 16 && q < k) Z[q * ST_LD + c] = c < czero ? T(0) : Z[q * ST_LD + c] - acc[q];
+    }
+}
+
+template <int MT>
+__device__ __forceinline__ void st_apply_z_mma(float* Z, const float* Pi, int pld, const float* B,
+                                               int k, int czero)
+{
+    // The apply's Z -= P_I^T R_I in float for k > 4 on the tensor cores (3xTF32, mma
+    // m16n8k8): Z[q][c] -= sum_{l < 32} Pi[l][q] B[l][c] for q < k, c < 64 (Pi's rows pld
+    // apart, B's and Z's ST_LD), and Z[q][c] = 0 for c < czero.  MT tiles of 16 rows
+    // (k <= 16 MT, 1, 2 or 4); warp w takes tile w / (8 / MT) and MT tiles of 8 columns,
+    // two at a time (registers), so that each warp splits a quarter of P_I's values at
+    // most (st_product_tf32, each warp 8 columns by every row, splits all of them)
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    constexpr int per = 8 / MT, NT = MT < 2 ? MT : 2;   // warps a tile of rows; tiles at once
+    const int q0 = 16 * (w / per);
+#pragma unroll 1
+    for (int cw = 8 * MT * (w % per); cw < 8 * MT * (w % per + 1); cw += 8 * NT) {
+        float acc[NT][4] = {}, low[NT][4] = {};
+#pragma unroll 2     // (fully unrolled, ptxas spilled 124 bytes in the kernels for k > 16)
+        for (int l = 0; l < 32; l += 8) {
+            unsigned ab[4], as[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int q = q0 + g + 8 * (e & 1), ll = l + t + 4 * (e >> 1);
+                st_tf32_split(q < k ? Pi[ll * pld + q] : 0.f, ab[e], as[e]);
+            }
+#pragma unroll
+            for (int j = 0; j < NT; ++j) {
+                const float* b = B + (l + t) * ST_LD + cw + 8 * j + g;
+                unsigned bb[2], bs[2];
+                st_tf32_split(b[0], bb[0], bs[0]);
+                st_tf32_split(b[4 * ST_LD], bb[1], bs[1]);
+                st_mma_tf32(low[j], as, bb);
+                st_mma_tf32(low[j], ab, bs);
+                st_mma_tf32(acc[j], ab, bb);
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int q = q0 + g + 8 * (e >> 1), c = cw + 8 * j + 2 * t + (e & 1);
+                float* const z = Z + q * ST_LD + c;
+                if (q < k) *z = c < czero ? 0.f : *z - (acc[j][e] + low[j][e]);
+            }
+        }
     }
 }
 
@@ -2056,7 +2107,7 @@ __device__ __forceinline__ void st_apply_out(T* out, long ldo, int r0, int r_end
     }
 }
 
-template <typename T, int MMA = -1>
+template <typename T, int MMA = -1, int KW = 64>
 __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, long ldo,
                          const T* __restrict__ W, long wq, long wc, int n, int k, const T* P,
                          const T* F, const T* Zs, int check, const int* sync)
@@ -2148,7 +2199,19 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
         // Z -= P_I^T R_I; the columns these rows finish are zero from here on
         if (kp == 4)
             st_apply_z4(Z, Pi, B, k, r0 + 32 - c0);
-        else
+        else if constexpr (sizeof(T) == 4 && MMA != 0) {
+            // (KW: the largest k of the kernel, so that it holds only the code it runs)
+            const int cz = r0 + 32 - c0;
+            float* const z = reinterpret_cast<float*>(Z);
+            const float *const pi = reinterpret_cast<const float*>(Pi),
+                        *const b = reinterpret_cast<const float*>(B);
+            if (KW <= 16 || k <= 16)
+                st_apply_z_mma<1>(z, pi, pld, b, k, cz);
+            else if (k <= 32)
+                st_apply_z_mma<2>(z, pi, pld, b, k, cz);
+            else
+                st_apply_z_mma<4>(z, pi, pld, b, k, cz);
+        } else
             st_product(Z, ST_LD, 1, Pi, pld, B, ST_LD, 32, k, 64, tq, T(-1), true,
                        r0 + 32 - c0);
         __syncthreads();
@@ -2229,7 +2292,7 @@ __device__ void st_update(const T* R, long ldr, T* out, long ldo, const T* W, lo
         st_report(sync, nb, found);
         if (zeros) st_zero(out, ldo, t * ST_B, min(ST_B, n - t * ST_B), zt * ST_B, t * ST_B);
     } else {
-        st_apply<T, KW == 1 ? 0 : 1>(job, true, R, ldr, out, ldo, W, wq, wc, n, k, P, F,
+        st_apply<T, KW == 1 ? 0 : 1, KW>(job, true, R, ldr, out, ldo, W, wq, wc, n, k, P, F,
                                      Zs, 0, sync);
         __syncthreads();
         if (threadIdx.x == 0)
