@@ -27,7 +27,8 @@ P, and their median time per 32 rows.  With ``--parts``, after each case: the me
 the last call's jobs of the nanoseconds a group of 32 rows spends in each part of the
 apply's loop (``structured_parts``: the flags and first barrier, the stash and next loads,
 the Z product, the output product and its stores), for all jobs and for those that
-started after the last P.
+started after the last P; and the median time of each part of the solve's blocks' work
+after their P (G, then S's factor and X, then C's factor, Wm and F).
 """
 import argparse
 import statistics
@@ -74,6 +75,13 @@ def parts(solve, apply, cycles):
                 f"{p} {np.median(ns[pick, i]):.0f}" for i, p in enumerate(PARTS))
                 + f"; sum {np.median(ns[pick].sum(axis=1)):.0f}")
     return lines
+
+
+def f_work(solve):
+    """A line: the median us of each part of the solve's blocks' work after their P."""
+    parts = (("G", 3, 4), ("S, its factor and X", 4, 7), ("C's factor, Wm and F", 7, 5))
+    return "    F work of the solve's blocks (median us): " + ", ".join(
+        f"{name} {np.median(solve[:, b] - solve[:, a]):.1f}" for name, a, b in parts)
 
 
 def one_call(R, V, stamps, clock):
@@ -159,7 +167,8 @@ def main(argv=None):
                 lines.append(row)
                 print(row, flush=True)
                 if args.parts:
-                    print("\n".join(parts(*last, cycles.get())), flush=True)
+                    print("\n".join(parts(*last, cycles.get()) + [f_work(last[0])]),
+                          flush=True)
                 if args.jobs:
                     table = gpu._structured_table(n, dtype.itemsize, cp.cuda.Device().id,
                                                   True).get()

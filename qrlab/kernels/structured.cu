@@ -197,7 +197,8 @@
 // Built with -DQRLAB_PHASE_TIMES, the one launch (structured_update) records a
 // globaltimer stamp (ns) of each block at each phase in structured_stamps[ticket][slot]:
 // a block of the solve at 0 its start, 1 R_CC^{-1}, M2 and Mx made, 2 its loop over
-// J < C - 2 done, 3 P_C published, 4 G_C published, 5 F published, 6 its zeros written;
+// J < C - 2 done, 3 P_C published, 4 G_C published, 7 S factored and X made, 5 F
+// published, 6 its zeros written;
 // a job of the apply at 0 its start, 1 its first rows ready, 6 its end
 // (benchmarks/profile_structured.py reads them).
 #ifdef QRLAB_PHASE_TIMES
@@ -1787,6 +1788,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
         }
     }
     __syncthreads();
+    st_stamp(7);
     // [C | X] with C = I + sgn X X^T, then C = U^T U carrying X to U^{-T} X
     const int la = ST_B + kp;
     T* const A = tile;                                 // (64 x la: tile and M2)
