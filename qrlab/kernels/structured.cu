@@ -609,16 +609,25 @@ __device__ __forceinline__ void st_mma_tf32(float c[4], const unsigned a[4], con
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-__device__ __forceinline__ void st_mma_3xtf32(float c[4], const unsigned ab[4],
-                                              const unsigned as[4], float b0, float b1)
+__device__ __forceinline__ void st_mma_3xtf32_sums(float c[4], float low[4], const unsigned ab[4],
+                                                   const unsigned as[4], float b0, float b1)
 {
-    // c += A B in 3xTF32, A split already (big ab, small as), B's two values split here
+    // c += the big x big term of A B in 3xTF32 and low += the two others (A split already,
+    // big ab, small as; B's two values split here), so that a tile's chain of dependent
+    // mma can be two a step, not three (see st_product_tf32)
     unsigned bb[2], bs[2];
     st_tf32_split(b0, bb[0], bs[0]);
     st_tf32_split(b1, bb[1], bs[1]);
-    st_mma_tf32(c, as, bb);
-    st_mma_tf32(c, ab, bs);
+    st_mma_tf32(low, as, bb);
+    st_mma_tf32(low, ab, bs);
     st_mma_tf32(c, ab, bb);
+}
+
+__device__ __forceinline__ void st_mma_3xtf32(float c[4], const unsigned ab[4],
+                                              const unsigned as[4], float b0, float b1)
+{
+    // c += A B in 3xTF32, all three terms in one sum (the same mma in the same order)
+    st_mma_3xtf32_sums(c, c, ab, as, b0, b1);
 }
 
 __device__ void st_product_tf32(float* out, int oq, int oc, const float* At, int lda,
@@ -1970,12 +1979,7 @@ __device__ __forceinline__ void st_apply_z_mma(float* Z, const float* Pi, int pl
 #pragma unroll
             for (int j = 0; j < NT; ++j) {
                 const float* b = B + (l + t) * ST_LD + cw + 8 * j + g;
-                unsigned bb[2], bs[2];
-                st_tf32_split(b[0], bb[0], bs[0]);
-                st_tf32_split(b[4 * ST_LD], bb[1], bs[1]);
-                st_mma_tf32(low[j], as, bb);
-                st_mma_tf32(low[j], ab, bs);
-                st_mma_tf32(acc[j], ab, bb);
+                st_mma_3xtf32_sums(acc[j], low[j], ab, as, b[0], b[4 * ST_LD]);
             }
         }
 #pragma unroll
@@ -1985,6 +1989,38 @@ __device__ __forceinline__ void st_apply_z_mma(float* Z, const float* Pi, int pl
                 const int q = q0 + g + 8 * (e >> 1), c = cw + 8 * j + 2 * t + (e & 1);
                 float* const z = Z + q * ST_LD + c;
                 if (q < k) *z = c < czero ? 0.f : *z - (acc[j][e] + low[j][e]);
+            }
+        }
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void st_store_tiles(T* out, long ldo, int r0, int r_end, int c0,
+                                               int n, const T v[2][4])
+{
+    // st_apply_out's outputs from the tensor cores' layout (warp w: rows r0 + 16 (w / 4)
+    // + g (+ 8), columns c0 + 16 (w % 4) + 8 j + 2 t (+ 1) in v[j]), those before r_end
+    // and n: a tile's two neighbouring columns one store where the row's address allows,
+    // so that each store of a warp fills whole 32-byte sectors
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    const bool vec = ((reinterpret_cast<size_t>(out) | (size_t)ldo * sizeof(T))
+                      & (2 * sizeof(T) - 1)) == 0;
+#pragma unroll
+    for (int e = 0; e < 4; e += 2) {
+        const int r = r0 + 16 * (w / 4) + g + 8 * (e >> 1);
+        if (r >= r_end) continue;
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            const int c = c0 + 16 * (w % 4) + 8 * j + 2 * t;
+            T* o = out + (long)r * ldo + c;
+            if (vec && c + 1 < n) {
+                if constexpr (sizeof(T) == 4)
+                    *reinterpret_cast<float2*>(o) = make_float2(v[j][e], v[j][e + 1]);
+                else
+                    *reinterpret_cast<double2*>(o) = make_double2(v[j][e], v[j][e + 1]);
+            } else {
+                if (c < n) o[0] = v[j][e];
+                if (c + 1 < n) o[1] = v[j][e + 1];
             }
         }
     }
@@ -2048,34 +2084,15 @@ __device__ __forceinline__ void st_apply_out(T* out, long ldo, int r0, int r_end
 #pragma unroll
             for (int j = 0; j < 2; ++j) {
                 const float* bz = BZ + (l + t) * ST_LD + wc + 8 * j + g;
-                unsigned bb[2], bs[2];
-                st_tf32_split(bz[0], bb[0], bs[0]);
-                st_tf32_split(bz[4 * ST_LD], bb[1], bs[1]);
-                st_mma_tf32(low[j], as, bb);
-                st_mma_tf32(low[j], ab, bs);
-                st_mma_tf32(acc[j], ab, bb);
+                st_mma_3xtf32_sums(acc[j], low[j], ab, as, bz[0], bz[4 * ST_LD]);
             }
         }
-        // a tile's two neighbouring columns one store where the row's address allows:
-        // each store of a warp then fills whole 32-byte sectors
-        const bool vec = ((reinterpret_cast<size_t>(out) | (size_t)ldo * 4) & 7) == 0;
 #pragma unroll
-        for (int e = 0; e < 4; e += 2) {
-            const int r = r0 + wr + g + 8 * (e >> 1);
-            if (r >= r_end) continue;
+        for (int j = 0; j < 2; ++j) {
 #pragma unroll
-            for (int j = 0; j < 2; ++j) {
-                const int c = c0 + wc + 8 * j + 2 * t;
-                float* o = out + (long)r * ldo + c;
-                const float v0 = acc[j][e] + low[j][e], v1 = acc[j][e + 1] + low[j][e + 1];
-                if (vec && c + 1 < n)
-                    *reinterpret_cast<float2*>(o) = make_float2(v0, v1);
-                else {
-                    if (c < n) o[0] = v0;
-                    if (c + 1 < n) o[1] = v1;
-                }
-            }
+            for (int e = 0; e < 4; ++e) acc[j][e] += low[j][e];
         }
+        st_store_tiles(out, ldo, r0, r_end, c0, n, acc);
     } else {
         // double: DMMA m16n8k4
         double acc[2][4] = {};
@@ -2087,25 +2104,7 @@ __device__ __forceinline__ void st_apply_out(T* out, long ldo, int r0, int r_end
 #pragma unroll
             for (int j = 0; j < 2; ++j) st_dmma16(acc[j], a0, a1, bz[8 * j]);
         }
-        // a tile's two neighbouring columns (accumulators e and e + 1) one store where the
-        // row's address allows: each store of a warp then fills whole sectors
-        const bool vec = ((reinterpret_cast<size_t>(out) | (size_t)ldo * 8) & 15) == 0;
-#pragma unroll
-        for (int e = 0; e < 4; e += 2) {
-            const int r = r0 + wr + g + 8 * (e >> 1);
-            if (r >= r_end) continue;
-#pragma unroll
-            for (int j = 0; j < 2; ++j) {
-                const int c = c0 + wc + 8 * j + 2 * t;
-                double* o = out + (long)r * ldo + c;
-                if (vec && c + 1 < n)
-                    *reinterpret_cast<double2*>(o) = make_double2(acc[j][e], acc[j][e + 1]);
-                else {
-                    if (c < n) o[0] = acc[j][e];
-                    if (c + 1 < n) o[1] = acc[j][e + 1];
-                }
-            }
-        }
+        st_store_tiles(out, ldo, r0, r_end, c0, n, acc);
     }
 }
 
