@@ -1959,7 +1959,7 @@ __device__ __forceinline__ void st_apply_z_mma(float* Z, const float* Pi, int pl
     // The apply's Z -= P_I^T R_I in float for k > 4 on the tensor cores (3xTF32, mma
     // m16n8k8): Z[q][c] -= sum_{l < 32} Pi[l][q] B[l][c] for q < k, c < 64 (Pi's rows pld
     // apart, B's and Z's ST_LD), and Z[q][c] = 0 for c < czero.  MT tiles of 16 rows
-    // (k <= 16 MT, 1, 2 or 4); warp w takes tile w / (8 / MT) and MT tiles of 8 columns,
+    // (k <= 16 MT; MT = 1, 2 or 4); warp w takes tile w / (8 / MT) and MT tiles of 8 columns,
     // two at a time (registers), so that each warp splits a quarter of P_I's values at
     // most (st_product_tf32, each warp 8 columns by every row, splits all of them)
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
