@@ -41,8 +41,9 @@
 // tensor cores (st_product_dmma, st_apply_out): on an H100 the update at n = 20000 took
 // 4.0, 5.5 and 8.5 ms for k = 1, 16 and 64, against 4.8, 9.0 and 16 ms by FMA; the
 // blocks of k columns in shared memory then have padded rows (st_kp_ld).  In float the
-// same products (and G_C where kp = 64) run there for k >= 8, in 3xTF32
-// (st_product_tf32), with the residuals of FMA.  By FMA the 64 x 64 x 64 product of the
+// solve's products (and G_C where kp = 64) run there for k >= 8, in 3xTF32
+// (st_product_tf32), with the residuals of FMA, and the apply's for k > 1 (R~_I) and
+// k > 4 (Z; see st_apply_mma).  By FMA the 64 x 64 x 64 product of the
 // chain's step took 4.3 to 5.4 us (by our count bound by shared memory: eight values
 // loaded per sixteen multiply-adds); in 3xTF32 the update takes 15 to 18 percent less
 // time at n = 5000 and 10000 for k = 16 and 64, and 6 to 12 percent less at n = 20000.
