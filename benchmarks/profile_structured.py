@@ -79,9 +79,9 @@ def parts(solve, apply, cycles):
 
 def f_work(solve):
     """A line: the median us of each part of the solve's blocks' work after their P."""
-    parts = (("G", 3, 4), ("S, its factor and X", 4, 7), ("C's factor, Wm and F", 7, 5))
+    spans = (("G", 3, 4), ("S, its factor and X", 4, 7), ("C's factor, Wm and F", 7, 5))
     return "    F work of the solve's blocks (median us): " + ", ".join(
-        f"{name} {np.median(solve[:, b] - solve[:, a]):.1f}" for name, a, b in parts)
+        f"{name} {np.median(solve[:, b] - solve[:, a]):.1f}" for name, a, b in spans)
 
 
 def one_call(R, V, stamps, clock):

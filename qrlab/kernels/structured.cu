@@ -2029,11 +2029,12 @@ __device__ __forceinline__ void st_store_tiles(T* out, long ldo, int r0, int r_e
 
 template <typename T>
 __device__ __forceinline__ void st_apply_out(T* out, long ldo, int r0, int r_end, int c0,
-                                             int n, const T* Ft, int fld, const T* BZ, int kp,
+                                             int n, const T* Ft, int fld, const T* BZ, int kz,
                                              bool mma)
 {
     // out rows r0 .. r0 + 32 (those before r_end), columns c0 .. c0 + 64 (those before n)
-    // = sum_l Ft[l][q] BZ[l][c], l < 32 + kp (Ft's rows fld apart, BZ's ST_LD); Ft[l][q] = 0
+    // = sum_l Ft[l][q] BZ[l][c], l < 32 + kz (Ft's rows fld apart, BZ's ST_LD; kz: Z's
+    // rows, k rounded up to 4, or to 8 for the mma, the rows past k zero); Ft[l][q] = 0
     // for l < q (M_II is upper triangular), so the rows of each thread's or warp's outputs
     // start its sum there
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -2046,7 +2047,7 @@ __device__ __forceinline__ void st_apply_out(T* out, long ldo, int r0, int r_end
         const int q0 = 8 * (w / 2) + 2 * (lane / 8), cq = 32 * (w % 2) + 4 * (lane % 8);
         const int l0 = 8 * (w / 2);
         T acc[4][4] = {};
-        st_mac<2>(acc, Ft + l0 * fld, fld, BZ + l0 * ST_LD, ST_LD, 32 + kp - l0, q0, cq);
+        st_mac<2>(acc, Ft + l0 * fld, fld, BZ + l0 * ST_LD, ST_LD, 32 + kz - l0, q0, cq);
         // four neighbouring columns a store where the row's address allows (whole 16-byte
         // pieces: a row of eight lanes' stores fills its sectors)
         const bool vec = ((reinterpret_cast<size_t>(out) | (size_t)ldo * 4) & 15) == 0
@@ -2067,9 +2068,7 @@ __device__ __forceinline__ void st_apply_out(T* out, long ldo, int r0, int r_end
         }
     } else if constexpr (sizeof(T) == 4) {
         // float in 3xTF32 (mma m16n8k8): Ft is F split (st_stash_split), its big parts
-        // then its small, (32 + kz) rows each (kz: kp up to a multiple of 8; BZ's and Ft's
-        // rows from 32 + kp on are zero)
-        const int kz = (kp + 7) & ~7;
+        // then its small, (32 + kz) rows each
         const float* const Fs = Ft + (32 + kz) * fld;
         float acc[2][4] = {}, low[2][4] = {};
 #pragma unroll 2
@@ -2098,7 +2097,7 @@ __device__ __forceinline__ void st_apply_out(T* out, long ldo, int r0, int r_end
         // double: DMMA m16n8k4
         double acc[2][4] = {};
 #pragma unroll 2
-        for (int l = wr; l < 32 + kp; l += 4) {
+        for (int l = wr; l < 32 + kz; l += 4) {
             const double* f = Ft + (l + t) * fld + wr + g;
             const double* bz = BZ + (l + t) * ST_LD + wc + g;
             const double a0 = f[0], a1 = f[8];
@@ -2141,7 +2140,8 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
     T* const B = reinterpret_cast<T*>(st_raw);
     T* const Z = B + 32 * ST_LD;
     T* const Ft = Z + kz * ST_LD;
-    T* const Pi = Ft + (split ? 2 * (32 + kz) : 32 + kp) * fld;
+    T* const Fs = Ft + (32 + kz) * fld;               // (split: F's small parts)
+    T* const Pi = split ? Fs + (32 + kz) * fld : Fs;
     const long npad = (long)nb * ST_B;
     const int tq = st_rows_per_thread(k);
 
@@ -2162,7 +2162,7 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
         st_stamp(1);
     }
     for (int e = tid; split && e < (kz - kp) * 32; e += ST_NT)   // (split F past 32 + kp)
-        Ft[(32 + kp + e / 32) * fld + e % 32] = Ft[(64 + kz + kp + e / 32) * fld + e % 32] = 0;
+        Ft[(32 + kp + e / 32) * fld + e % 32] = Fs[(32 + kp + e / 32) * fld + e % 32] = 0;
     for (int e = tid; e < kz * 64; e += ST_NT) {
         const int q = e / 64, c = e % 64;
         T z = 0;
@@ -2186,8 +2186,8 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
         ST_PART(0);
         st_stash<32>(B, rt);
         if (split)
-            st_stash_split<3>(reinterpret_cast<float*>(Ft),
-                              reinterpret_cast<float*>(Ft + (32 + kz) * fld), fv, nf);
+            st_stash_split<3>(reinterpret_cast<float*>(Ft), reinterpret_cast<float*>(Fs),
+                              fv, nf);
         else
             st_stash_padded<6 * sizeof(T) / 8>(Ft, fv, nf, 32, fld);
         st_stash_padded<4 * sizeof(T) / 8>(Pi, pv, np, kp, pld);
@@ -2218,8 +2218,8 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
                        r0 + 32 - c0);
         __syncthreads();
         ST_PART(2);
-        // R~_I = M_II R_I + Wm_I Z (B and Z are one (32 + kp) x 64 operand)
-        st_apply_out(out, ldo, r0, r_end, c0, n, Ft, fld, B, kp, split);
+        // R~_I = M_II R_I + Wm_I Z (B and Z are one (32 + kz) x 64 operand)
+        st_apply_out(out, ldo, r0, r_end, c0, n, Ft, fld, B, kz, split);
         ST_PART(3);
     }
     if (follow) ST_PART_END((r_end - r_begin + 31) / 32);   // (st_who: the one launch)
