@@ -531,7 +531,9 @@ def _structured(executor, R, V, s, overwrite, check_finite):
     break down at a later column than the first failing one of ``A - V V^T``, so a
     breakdown in several passes is redone by the chain of reflectors, which names it.
     So is an update that fails the growth test (where the structured update's small
-    factorizations cancel, and it loses accuracy as that growth times ``eps``)."""
+    factorizations cancel, and it loses accuracy as that growth times ``eps``), or that
+    breaks down, which only rounding can make it do (an S singular to working precision,
+    with the growth test off)."""
     xp = array_module(R)
     npass = -(-V.shape[1] // executor.structured_k_max)
     source = R if R.strides[1] == R.itemsize else xp.ascontiguousarray(R)
@@ -545,7 +547,8 @@ def _structured(executor, R, V, s, overwrite, check_finite):
             raise _non_finite("R" if nonfinite & 1 else "V")
         if zero >= 0:
             raise _zero_diagonal(zero)
-        if grew or (j >= 0 and npass > 1):
+        # (an update breaks down only by rounding, where its small factorizations cancel)
+        if grew or (j >= 0 and (npass > 1 or s > 0)):
             _scan(xp, R, V, check_finite)
             return _fused(executor, R, V, s, overwrite)
         if j >= 0:

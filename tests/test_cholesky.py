@@ -680,6 +680,8 @@ class TestCuPy:
         is near the chain's limit too).  The growth test reports each (none without it),
         and cholesky_update's result, by the chain, has the NumPy path's accuracy."""
         import cupy as cp
+
+        from qrlab.gpu import GpuExecutor
         n = 700
         rng = np.random.default_rng(k)
         downdate = case.startswith("downdate")
@@ -698,9 +700,17 @@ class TestCuPy:
         assert min(np.abs(np.diag(R)) / np.abs(R).max(axis=1)) > 1e-2
         sgn = -1 if downdate else 1
         W = cp.asarray(V).T
-        assert structured_reports(R, W, sgn, monkeypatch) == (-1, -1, 0, True)
-        assert structured_reports(R, W, sgn, monkeypatch, growth_max=0) == (-1, -1, 0, False)
+        # The first column that broke down is no part of the test: in float32 the first
+        # case's S (P nearly of rank one) is singular to rounding, and whether its factor
+        # breaks down is rounding's choice; cholesky_update takes the chain on either.
+        assert structured_reports(R, W, sgn, monkeypatch)[1:] == (-1, 0, True)
+        fail, *rest = structured_reports(R, W, sgn, monkeypatch, growth_max=0)
+        assert rest == [-1, 0, False]
         assert_chain_takes_it(R, V, downdate, False, chain_calls)
+        if fail >= 0 and not downdate:
+            # with no growth test, an update that broke down goes to the chain too
+            monkeypatch.setattr(GpuExecutor, "growth_max", 0)
+            assert_chain_takes_it(R, V, downdate, False, chain_calls)
 
     @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
     @pytest.mark.parametrize("n, k", [(65, 1), (3000, 1), (700, 16), (1100, 64), (4100, 3)])
