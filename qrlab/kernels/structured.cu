@@ -780,7 +780,7 @@ __device__ __forceinline__ float st_rcp(float d) { return __frcp_rn(d); }
 __device__ __forceinline__ double st_rcp(double d) { return __drcp_rn(d); }
 
 template <typename T>
-__device__ int st_cholesky(T* A, int rows, int la, int cols, T* rsd)
+__device__ int st_cholesky_rows(T* A, int rows, int la, int cols, T* rsd)
 {
     // A[:, :rows] = U^T U in place (rows <= 64; the upper triangle is read and written),
     // its rows carrying the columns rows .. cols (so they end as U^{-T} times what they
@@ -794,20 +794,15 @@ __device__ int st_cholesky(T* A, int rows, int la, int cols, T* rsd)
     // a step overlap.  For M_II (64 rows) this takes 26 to 32 us of the 35 to 40 that a
     // block spends after its step of the chain at k = 1 (H100, globaltimer stamps), and
     // for the last block that is on the update's critical path (for k = 1 it is now
-    // st_cholesky_rank1's closed form, below).  Blocked by 16 rows
-    // (warp 0 factoring the diagonal block in registers by shuffles, a thread per later
-    // column solving with it, the trailing rows updated in 4 x 4 tiles: 12 barriers for 64
-    // rows, not 64) its first version took 18 us in float, and the last one made the
-    // update (A/B in one process, n = 5000 and 10000, k = 1, 16, 64) 0.6 to 3.6 percent
-    // faster in float and from 3.3 faster to 1.6 slower in double: not enough for the
-    // code it takes.  Keeping a thread's rows in registers (32 predicated slots, row
-    // j + 1 handed on through A after step j) made that work twice as long at k = 16 and
-    // 64 (n = 5000: 61 to 133 us in float, 52 to 118 in double) and the update 4 to 38
-    // percent slower (H100, A/B).  For updates, C = I + X X^T factored by groups of 16
-    // rows (Woodbury on (I + sum of the groups' X_H^T X_H before)^{-1}: four factorizations
-    // of 16 rows and products of k columns) gave the same errors and left the update
-    // 0.1 to 2.2 percent slower (H200, k = 16 and 64, A/B;
-    // benchmarks/results/structured-phases-NVIDIA-H200.md).
+    // st_cholesky_rank1's closed form, below).  Double keeps it (st_cholesky_blocked
+    // made its update 2.5 to 5.6 percent slower).  Keeping a thread's rows in registers
+    // (32 predicated slots, row j + 1 handed on through A after step j) made that work
+    // twice as long at k = 16 and 64 (n = 5000: 61 to 133 us in float, 52 to 118 in
+    // double) and the update 4 to 38 percent slower (H100, A/B).  For updates,
+    // C = I + X X^T factored by groups of 16 rows (Woodbury on (I + sum of the groups'
+    // X_H^T X_H before)^{-1}: four factorizations of 16 rows and products of k columns)
+    // gave the same errors and left the update 0.1 to 2.2 percent slower (H200, k = 16
+    // and 64, A/B; benchmarks/results/structured-phases-NVIDIA-H200.md).
     const int hs = ST_NT / cols, c = threadIdx.x % cols, h0 = threadIdx.x / cols;
     const int last = h0 >= hs ? -1 : c >= rows ? rows - 1 : c;
     int i0 = h0;                                      // this thread's first row below j
@@ -839,6 +834,110 @@ __device__ int st_cholesky(T* A, int rows, int la, int cols, T* rsd)
     }
     __syncthreads();
     return -1;
+}
+
+template <typename T>
+__device__ int st_cholesky_blocked(T* A, int rows, int la, int cols, T* rsd)
+{
+    // st_cholesky_rows' result (cols <= 128), by blocks of 16 rows with three barriers
+    // each, not one a row: warp 0 factors the diagonal block in registers (lane c holds
+    // its column c; a step's row reaches the lanes by shuffles), a thread per later
+    // column solves the block's rows with it (U_bb^{-T}), and the rows below take the
+    // block's rank-16 product, each warp 4 rows of it and each lane columns 32 apart.
+    // rsd[j] = d_j^{-1/2} = 1 / U[j][j] as there.  On an H200 (A/B with each build in its
+    // own process, 3 rounds of 7) the float update took 0.934 of the time at n = 10000
+    // and 0.964 at n = 5000 for k = 64, 0.98 to 1.00 for k = 16 and 1.00 to 1.01 at
+    // n = 20000: a block's work after its P went from 115 to 99 us at k = 64 (C's
+    // factor, 64 rows of 128 columns, 46 to 33 us), but hardly moved at k = 16 (33 to 32
+    // us for 80 columns, where a row's step costs less).  Double's update took 1.025 to
+    // 1.056 of the time (S's factor for k = 64 took 40 us, not 25; probably because one
+    // warp runs a block's 16 steps, each a double square root and division), so double
+    // keeps st_cholesky_rows.  (Times of the parts: globaltimer stamps in each block.)  With
+    // their loops unrolled, the two solves of a block made ptxas spill 16 to 76 bytes
+    // more in the solve's kernels; so each keeps a column's remaining rows in registers
+    // and shifts them down a slot a step (row j + i in slot i), the same code each step.
+    __shared__ int failed;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    __syncthreads();
+    for (int j0 = 0; j0 < rows; j0 += 16) {
+        const int jb = min(16, rows - j0);
+        if (warp == 0) {                                     // U_bb, and rsd
+            T a[16];
+            int bad = -1;
+#pragma unroll
+            for (int i = 0; i < 16; ++i)
+                a[i] = i <= lane && lane < jb ? A[(j0 + i) * la + j0 + lane] : T(0);
+#pragma unroll 1
+            for (int j = 0; j < jb; ++j) {
+                const T d = __shfl_sync(0xffffffff, a[0], j);
+                if (bad < 0 && !(d > T(0))) bad = j;         // the same on every lane
+                const T r = st_rsqrt(d), u = a[0] * r;       // U[j][lane]
+                if (lane == j) rsd[j0 + j] = r;
+                if (j <= lane && lane < jb) A[(j0 + j) * la + j0 + lane] = u;
+#pragma unroll
+                for (int i = 1; i < 16; ++i)
+                    a[i - 1] = fma(-__shfl_sync(0xffffffff, u, j + i), u, a[i]);
+                a[15] = T(0);
+            }
+            if (lane == 0) failed = bad >= 0 ? j0 + bad : -1;
+        }
+        __syncthreads();
+        if (failed >= 0) return failed;
+        const int c = j0 + jb + tid;                         // U_bb^{-T} times column c
+        if (c < cols) {
+            T y[16];
+#pragma unroll
+            for (int t = 0; t < 16; ++t) y[t] = t < jb ? A[(j0 + t) * la + c] : T(0);
+#pragma unroll 1
+            for (int s = 0; s < jb; ++s) {
+                const T* u = A + (j0 + s) * la + j0 + s;     // U[s][s ..]
+                const T ys = y[0] * rsd[j0 + s];
+                A[(j0 + s) * la + c] = ys;
+#pragma unroll
+                for (int t = 1; t < 16; ++t)
+                    y[t - 1] = s + t < jb ? fma(-u[t], ys, y[t]) : T(0);
+                y[15] = T(0);
+            }
+        }
+        __syncthreads();
+        // rows i .. i + 3 below the block, columns i + lane + 32 u (those before the row's
+        // diagonal left as they are)
+        const int below = j0 + jb;
+        for (int i = below + 4 * warp; i < rows; i += ST_NT / 8) {
+            T acc[4][4] = {};
+            for (int t = 0; t < jb; ++t) {
+                const T* y = A + (j0 + t) * la;
+                T yi[4], yc[4];
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    yi[e] = i + e < rows ? y[i + e] : T(0);
+                    yc[e] = i + lane + 32 * e < cols ? y[i + lane + 32 * e] : T(0);
+                }
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+#pragma unroll
+                    for (int u = 0; u < 4; ++u) acc[e][u] = fma(yi[e], yc[u], acc[e][u]);
+            }
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+#pragma unroll
+                for (int u = 0; u < 4; ++u) {
+                    const int cu = i + lane + 32 * u;
+                    if (i + e < rows && i + e <= cu && cu < cols)
+                        A[(i + e) * la + cu] -= acc[e][u];
+                }
+        }
+        __syncthreads();
+    }
+    return -1;
+}
+
+template <typename T>
+__device__ int st_cholesky(T* A, int rows, int la, int cols, T* rsd)
+{
+    // st_cholesky_blocked in float, st_cholesky_rows in double (see st_cholesky_blocked)
+    if constexpr (sizeof(T) == 4) return st_cholesky_blocked(A, rows, la, cols, rsd);
+    else return st_cholesky_rows(A, rows, la, cols, rsd);
 }
 
 template <typename T>
