@@ -2005,7 +2005,7 @@ __device__ __forceinline__ void st_stash_split(float* big, float* small, const i
 {
     // F's values that st_fetch_vec read (rows of 32) split for 3xTF32 (st_tf32_split)
     // once here, not by each warp of the product that reads them: the big parts into
-    // big, the small into small, rows 40 apart (st_f_ld)
+    // big, the small into small, rows st_f_ld apart
 #pragma unroll
     for (int u = 0; u < N; ++u) {
         const int e = (threadIdx.x + u * ST_NT) * 4;
@@ -2016,7 +2016,7 @@ __device__ __forceinline__ void st_stash_split(float* big, float* small, const i
             st_tf32_split(x.y, b[1], s[1]);
             st_tf32_split(x.z, b[2], s[2]);
             st_tf32_split(x.w, b[3], s[3]);
-            const int at = (e / 32) * 40 + e % 32;
+            const int at = (e / 32) * st_f_ld<float>(true) + e % 32;
             *reinterpret_cast<uint4*>(big + at) = make_uint4(b[0], b[1], b[2], b[3]);
             *reinterpret_cast<uint4*>(small + at) = make_uint4(s[0], s[1], s[2], s[3]);
         }
