@@ -215,7 +215,9 @@ def _structured_blocks(n, item):
     place 0.95 to 0.997); patched in one process it had left float within 1.2 percent
     at n = 5000 and made double at n = 10000 0.5 to 9 percent slower (segments of 3 to
     6).  In float at n = 10000 (157 blocks) segments of 4, 5 and 7 against 10 took 0.99 to
-    1.05 of the time on an H200 (k = 1, 16, 64)."""
+    1.05 of the time on an H200 (k = 1, 16, 64), and segments shortening towards the end
+    (a segment followed by d blocks at most max(1, d // 2) long) 0.98 to 1.03 in both
+    dtypes at n = 5000 to 20000 (``benchmarks/results/structured-phases-NVIDIA-H200.md``)."""
     nb = -(-n // 64)
     return nb, 5 if item == 8 and nb <= 80 else max(8, -(-nb // 16))
 
