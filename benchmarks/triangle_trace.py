@@ -1,6 +1,6 @@
 """The one-launch triangle update's critical path per panel, float32 against float64.
 
-    PYTHONPATH=. python3 benchmarks/triangle_trace.py
+    PYTHONPATH=. python3 benchmarks/triangle_trace.py [float32] [float64]
 
 For [R; B] with R n x n upper triangular and B k x n (n = 2500 and 3000, k = 500: the
 triangles of 000 Tables 6 and 8), every count of chunks of B's rows from 2 to 16 and the
@@ -8,7 +8,7 @@ count that ``qrlab.gpu._triangle_chunks`` picks: the launch's time (CUDA events,
 of 5 after one untimed call, on copies of the same inputs), and from the kernel's time
 stamps (``profile_panels.panel_trace``) the median microseconds per panel of each stage
 on the first chunk's critical path (waiting for the panel before, loading, updating the
-panel's columns, factoring, publishing) and the span.
+panel's columns, factoring, publishing) and the span.  The dtypes named (both by default).
 """
 import sys
 
@@ -22,7 +22,7 @@ from fit_triangle_chunks import launch_ms  # noqa: E402
 from profile_panels import panel_trace  # noqa: E402
 
 rng = np.random.default_rng(0)
-for dt in (cp.float32, cp.float64):
+for dt in sys.argv[1:] or ("float32", "float64"):
     for n, k in [(2500, 500), (3000, 500)]:
         R = cp.asarray(np.triu(rng.standard_normal((n, n))) + 2 * n * np.eye(n), dtype=dt)
         W = cp.asarray(rng.standard_normal((k, n)), dtype=dt)

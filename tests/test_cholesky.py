@@ -551,13 +551,14 @@ class TestCuPy:
             np.testing.assert_allclose(R1, ref, rtol=0,
                                        atol=50 * n * np.finfo(dtype).eps * np.abs(ref).max())
 
-    @pytest.mark.parametrize("chunk", [4, 7, 16])
+    @pytest.mark.parametrize("chunk", [4, 7, 16, 24])
     @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
     @pytest.mark.parametrize("n, k, j", [(100, 9, 70), (257, 40, 200), (64, 13, 0),
                                          (33, 48, 32)])
     def test_chain_in_chunks(self, n, k, j, chunk, dtype, monkeypatch):
         """The one launch with V's columns in pipelined chunks (odd and even counts of
-        them, a short last one) against the NumPy path, update and downdate, and a
+        them, a short last one; chunks of 24 rows factored by one warp in float, two in
+        double) against the NumPy path, update and downdate, and a
         failing downdate naming the same column (its failing column of V in the last
         chunk) and leaving R alone."""
         import cupy as cp

@@ -25,8 +25,10 @@
 // structured_apply: one block per 64 columns and segment of rows, R~_I = M_II R_I + Wm_I Z
 //   32 rows at a time down the segment, from the segment's z, into out (R itself, or a new
 //   array whose strict lower triangle it zeroes); each warp skips the rows of F that are
-//   zero for its rows (M_II is upper triangular).  After the solve, it writes nothing if
-//   the solve found a breakdown, so a failed downdate leaves R as it was.
+//   zero for its rows (M_II is upper triangular); for k = 1 in float, M_II's closed form
+//   instead (a suffix sum down the rows: structured_apply1, st_apply_rank1).  After the
+//   solve, it writes nothing if the solve found a breakdown, so a failed downdate leaves
+//   R as it was.
 // structured_update: both in one launch, into a new array: the first nb blocks (tickets)
 //   solve, the others apply, each waiting for its segment's z (zflags) and for each block
 //   of rows it reaches (done), so the product follows the chain instead of waiting for
@@ -1903,9 +1905,14 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     T* const A = tile;                                 // (64 x la: tile and M2)
     int j;
     T c_rr = T(1);                                     // (for the growth test)
+    T r1x = 0, r1q = 0;                                // k = 1: x_r, 1 / sqrt(t_r t_{r-1})
     if (k == 1) {
         if (tid < ST_B) c_rr = fma(sgn * XT[tid], XT[tid], T(1));
         j = st_cholesky_rank1(A, la, XT, sgn, Mx);
+        if (KW == 1 && sizeof(T) == 4 && tid < ST_B) {
+            r1x = XT[tid];
+            r1q = Mx[tid];
+        }
     } else {
         st_product<wide>(A, la, 1, XT, ST_B, XT, ST_B, k, ST_B, ST_B, 4, sgn, false);
         for (int e = tid; e < ST_B * kp; e += ST_NT) {
@@ -1957,8 +1964,19 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     }
     __syncthreads();
     // F per 32 rows: F[j][r] = U[r][j] d_j (zero below the diagonal; M_II R+_I = (M_II
-    // D_I) R_I), F[32 + q][r] = Wm[r][q]
-    for (int b = 0; b < 2; ++b) {
+    // D_I) R_I), F[32 + q][r] = Wm[r][q].  For k = 1, U's closed form instead
+    // (st_cholesky_rank1: U[r][j] = a_r x_j for j > r, a_r = sgn x_r / sqrt(t_r t_{r-1})):
+    // rows U[r][r] d_r, a_r, x_r d_r and Wm[r][0], which st_apply_rank1 takes
+    if constexpr (KW == 1 && sizeof(T) == 4) {         // (float's kernels of k = 1)
+        if (tid < ST_B) {
+            T* const out = F + (2L * C + tid / 32) * (32 + kp) * 32 + tid % 32;
+            out[0] = A[tid * la + tid] * dsign[tid];
+            out[32] = sgn * r1x * r1q;
+            out[64] = r1x * dsign[tid];
+            out[96] = Wm[tid * wl];
+        }
+    }
+    for (int b = 0; b < 2 && (KW > 1 || sizeof(T) == 8); ++b) {
         T* const out = F + (2L * C + b) * (32 + kp) * 32;
         for (int e = tid; e < (32 + kp) * 32; e += ST_NT) {
             const int jj = e / 32, r = e % 32, row = 32 * b + r;
@@ -1974,19 +1992,19 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
 
 // The apply's output product in float: for k > 1 on the tensor cores in 3xTF32, F split
 // once as it is stashed (st_stash_split) and Z's rows padded to a multiple of 8 (the
-// mma's k); for k = 1 by FMA, F as it is.  On an H200 (float32, n = 10000, the cycles of
-// each part of the apply's loop, profile_structured.py --parts) the product took 1.10 us
-// a group of 32 rows in 3xTF32 against 1.45 by FMA for k = 16 and 1.99 against 2.76 for
-// k = 64; for k = 1 (k <= 4 in 3xTF32) the update took 1.06 times as long (A/B; the
-// chain's last P 18 us later), so k = 1 keeps FMA.  Its Z update for k > 4 goes by the
-// tensor cores too (st_apply_z_mma), with warps that split a part of P_I each, not all
-// of it: Z took 0.68 us a group for k = 16 (0.91 before) and 2.5 for k = 64 (2.6), and
-// the update 0.92 to 0.99 of the time (A/B, k = 7 to 256, n = 5000 to 20000).  The choice
-// of product is a template argument of st_apply where the kernel's k allows (MMA: 0 FMA,
-// 1 mma, -1 by k at run time), so that the kernels of the one launch hold the code of
-// one product only (with both, ptxas spilled 40 to 132 bytes in them); the one launch
-// and the apply after the solve choose alike, so that both give the same result bit for
-// bit.
+// mma's k); for k = 1 from M_II's closed form (st_apply_rank1).  On an H200 (float32,
+// n = 10000, the cycles of each part of the apply's loop, profile_structured.py --parts)
+// the product took 1.10 us a group of 32 rows in 3xTF32 against 1.45 by FMA for k = 16
+// and 1.99 against 2.76 for k = 64; for k = 1 (k <= 4 in 3xTF32) the update took 1.06
+// times as long as by FMA (A/B; the chain's last P 18 us later), and FMA it kept until
+// the closed form.  Its Z update for k > 4 goes by the tensor cores too
+// (st_apply_z_mma), with warps that split a part of P_I each, not all of it: Z took
+// 0.68 us a group for k = 16 (0.91 before) and 2.5 for k = 64 (2.6), and the update 0.92
+// to 0.99 of the time (A/B, k = 7 to 256, n = 5000 to 20000).  The choice of product is
+// a template argument of st_apply where the kernel's k allows (MMA: 0 FMA, 1 mma, -1 by
+// k at run time), so that the kernels of the one launch hold the code of one product
+// only (with both, ptxas spilled 40 to 132 bytes in them); the one launch and the apply
+// after the solve choose alike, so that both give the same result bit for bit.
 template <int MMA>
 __device__ __forceinline__ bool st_apply_mma(int k) { return MMA < 0 ? k > 1 : MMA == 1; }
 
@@ -2207,6 +2225,55 @@ __device__ __forceinline__ void st_apply_out(T* out, long ldo, int r0, int r_end
     }
 }
 
+template <typename T>
+__device__ __forceinline__ void st_apply_rank1(T* out, long ldo, int r0, int r_end, int c0,
+                                               int n, T* Ft, int fld, const T* B, T* Z,
+                                               const T* Pi, int pld, int czero)
+{
+    // The apply's Z -= P_I^T R_I and output for k = 1 (float), from M_II's closed form
+    // (Ft's rows d_r, a_r, y_j, w_r: the solve's F for k = 1): out row r = d_r B[r] + a_r
+    // sum_{j > r} y_j B[j] + w_r Z[0], a suffix sum down the 32 rows instead of a
+    // triangular product, and Z[0][c] = 0 for c < czero.  Thread: column c = tid % 64,
+    // rows 8 q .. 8 q + 8 (q = tid / 64), with the sums of its rows of both kinds
+    // (suffix and Z's) handed to the threads of its column through Ft's rows 4 .. 20
+    // (unused for k = 1), one barrier for both: F's load is 4 rows, not 36, and a
+    // group's work 4 multiply-adds a value of R.  By Z's product (st_apply_z4, its own
+    // barrier) and the triangular one (st_apply_out) a group of 32 rows took 0.49 and
+    // 1.01 us (H200, n = 10000: structured-phases-NVIDIA-H200.md); with this the update
+    // took 0.89, 0.93, 0.95 and 0.84 of the time at n = 2000, 5000, 10000 and 20000, its
+    // error 0.84 to 0.89 of before (H200, ab_builds.py, 2 rounds of 7).  In double
+    // (without the Z product's fusion) the closed form took 1.007 to 1.018 of the time
+    // of the DMMA product (n = 5000 to 20000), which double keeps
+    // (benchmarks/results/rank1-apply-NVIDIA-H200.md)
+    const int c = threadIdx.x & 63, q = threadIdx.x >> 6;
+    const T *const d = Ft + 8 * q, *const a = d + fld, *const y = a + fld, *const w = y + fld;
+    T* const tot = Ft + 4 * fld;                      // (2 x 4 x 64 values, fld = 32)
+    T b[8], below = 0, zsum = 0, suffix[8];
+#pragma unroll
+    for (int i = 7; i >= 0; --i) {
+        b[i] = B[(8 * q + i) * ST_LD + c];
+        suffix[i] = below;
+        below = fma(y[i], b[i], below);
+        zsum = fma(Pi[(8 * q + i) * pld], b[i], zsum);
+    }
+    T z = Z[c];
+    tot[q * 64 + c] = below;
+    tot[256 + q * 64 + c] = zsum;
+    __syncthreads();
+    below = 0;
+    for (int u = q + 1; u < 4; ++u) below += tot[u * 64 + c];
+    zsum = (tot[256 + c] + tot[256 + 64 + c]) + (tot[256 + 128 + c] + tot[256 + 192 + c]);
+    z = c < czero ? T(0) : z - zsum;
+    if (q == 0) Z[c] = z;
+    if (c0 + c >= n) return;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+        const int r = r0 + 8 * q + i;
+        if (r < r_end)
+            out[(long)r * ldo + c0 + c] = fma(d[i], b[i], fma(a[i], suffix[i] + below, w[i] * z));
+    }
+}
+
 template <typename T, int MMA = -1, int KW = 64>
 __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, long ldo,
                          const T* __restrict__ W, long wq, long wc, int n, int k, const T* P,
@@ -2270,11 +2337,14 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
                          : __ldcg(Zs + seg * npad * kp + (long)(c0 + c) * kp + q);
         Z[q * ST_LD + c] = z;
     }
+    // (k = 1: F's first four rows, M_II's closed form, one 16-byte load a thread at most)
+    constexpr bool rank1 = KW == 1 && sizeof(T) == 4;
+    constexpr int NF = rank1 ? 1 : 6 * sizeof(T) / 8;
     T rt[8];
-    int4 fv[6 * sizeof(T) / 8], pv[4 * sizeof(T) / 8];
-    const int nf = (32 + kp) * 32, np = 32 * kp;
+    int4 fv[NF], pv[4 * sizeof(T) / 8];
+    const int nf = (32 + kp) * 32, nfu = rank1 ? 4 * 32 : nf, np = 32 * kp;
     st_fetch<32>(rt, R, ldr, n, r_begin, c0);
-    st_fetch_vec<6 * sizeof(T) / 8>(fv, F + (long)(r_begin / 32) * nf, nf);
+    st_fetch_vec<NF>(fv, F + (long)(r_begin / 32) * nf, nfu);
     st_fetch_vec<4 * sizeof(T) / 8>(pv, P + (long)r_begin * kp, np);
     ST_PART_START;
     for (int r0 = r_begin; r0 < r_end; r0 += 32) {
@@ -2288,15 +2358,23 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
             st_stash_split<3>(reinterpret_cast<float*>(Ft), reinterpret_cast<float*>(Fs),
                               fv, nf);
         else
-            st_stash_padded<6 * sizeof(T) / 8>(Ft, fv, nf, 32, fld);
+            st_stash_padded<NF>(Ft, fv, nfu, 32, fld);
         st_stash_padded<4 * sizeof(T) / 8>(Pi, pv, np, kp, pld);
         if (r0 + 32 < r_end) {
             st_fetch<32>(rt, R, ldr, n, r0 + 32, c0);
-            st_fetch_vec<6 * sizeof(T) / 8>(fv, F + (long)(r0 / 32 + 1) * nf, nf);
+            st_fetch_vec<NF>(fv, F + (long)(r0 / 32 + 1) * nf, nfu);
             st_fetch_vec<4 * sizeof(T) / 8>(pv, P + (long)(r0 + 32) * kp, np);
         }
         __syncthreads();
         ST_PART(1);
+        if constexpr (rank1) {                        // (Z's update inside)
+            ST_PART(2);
+            st_apply_rank1(out, ldo, r0, r_end, c0, n, reinterpret_cast<float*>(Ft), fld,
+                           reinterpret_cast<const float*>(B), reinterpret_cast<float*>(Z),
+                           reinterpret_cast<const float*>(Pi), pld, r0 + 32 - c0);
+            ST_PART(3);
+            continue;
+        }
         // Z -= P_I^T R_I; the columns these rows finish are zero from here on
         if (kp == 4)
             st_apply_z4(Z, Pi, B, k, r0 + 32 - c0);
@@ -2452,6 +2530,23 @@ __global__ void __launch_bounds__(ST_NT, 2) structured_apply_f64(
 {
     st_apply(table[blockIdx.x], false, R, ldr, out, ldo, W, wq, wc, n, k, P, F, Zs, check,
              sync);
+}
+// for k = 1 (F in M_II's closed form: st_apply_rank1), as the one launch of k = 1 does
+__global__ void __launch_bounds__(ST_NT, 2) structured_apply1_f32(
+    const float* R, long ldr, float* out, long ldo, const float* W, long wq, long wc, int n,
+    int k, const float* P, const float* F, const float* Zs, const int4* table, int check,
+    const int* sync)
+{
+    st_apply<float, 0, 1>(table[blockIdx.x], false, R, ldr, out, ldo, W, wq, wc, n, k, P, F,
+                          Zs, check, sync);
+}
+__global__ void __launch_bounds__(ST_NT, 2) structured_apply1_f64(
+    const double* R, long ldr, double* out, long ldo, const double* W, long wq, long wc, int n,
+    int k, const double* P, const double* F, const double* Zs, const int4* table, int check,
+    const int* sync)
+{
+    st_apply<double, 0, 1>(table[blockIdx.x], false, R, ldr, out, ldo, W, wq, wc, n, k, P, F,
+                           Zs, check, sync);
 }
 }
 
