@@ -725,18 +725,21 @@ plt.show()
 # against 3.0 on the H100, and its matrix products at the same rate
 # (`benchmarks/results/cholesky-NVIDIA-H200.json`, GPU columns only). An update bound by
 # memory traffic would take 0.71 of its H100 time there. It does not: every case with
-# k > 4 (16, 64 and 256) takes 0.83 to 1.00 of its H100 time, and cuSOLVER's
+# k > 4 (16, 64 and 256) takes 0.84 to 0.99 of its H100 time, and cuSOLVER's
 # refactorization 0.91 to 1.01. Neither waits on memory at these sizes. (The H200 run is
 # of newer code: its apply stores whole sectors and, for k <= 4, updates Z by four warps.
-# That rewrite alone took 0.91 to 0.94 of the time in float64 on the H200, which is why
-# k = 1 takes 0.78 to 0.97 there. In float32 the apply's two products also run on the
-# tensor cores for k > 1, which took 0.88 to 0.91 of the time at n = 20000 on the H200
-# itself and brings those cases to 0.83 to 0.87: a change of arithmetic, not of memory.)
-# The update waits on the solve's chain of dependent steps, 64 columns a step. The
-# refactorization is bound by its arithmetic and its own chain of panels. The floor
-# falls with the bandwidth, so on the H200 every case but two sits further above it (the
-# two: float32 with k = 256, 3.48 against 3.50 at n = 20000 and 72.8 against 72.9 at
-# n = 1000, by those products and the blocked small factorizations). That is the
+# That rewrite alone took 0.91 to 0.94 of the time in float64 on the H200, and in
+# float32 the apply of k = 1 now takes $M_{II}$ in its closed form, a sum down the rows
+# instead of a triangular product (0.84 to 0.95 of the time on the H200 itself), which
+# is why k = 1 takes 0.71 to 0.97 there. In float32 the apply's two products also run on
+# the tensor cores for k > 1, which took 0.88 to 0.91 of the time at n = 20000 on the
+# H200 itself and brings those cases to 0.83 to 0.87: a change of arithmetic, not of
+# memory.) The update waits on the solve's chain of dependent steps, 64 columns a step.
+# The refactorization is bound by its arithmetic and its own chain of panels. The floor
+# falls with the bandwidth, so on the H200 every case but three sits further above it
+# (float32 with k = 256, 3.47 against 3.50 at n = 20000 and 71.2 against 72.9 at
+# n = 1000, by those products and the blocked small factorizations; float32 with k = 1
+# at n = 20000, 3.05 against 3.06, by the closed form). That is the
 # roofline's lesson read backwards: the floor says what
 # memory and arithmetic allow, and an update that a faster memory does not speed up is
 # bound by something else.
@@ -767,7 +770,8 @@ assert all(0.7 < q < 1.1 for q in update_ratio)       # (k <= 4: newer code too)
 assert all(b["floor_ms"] < a["floor_ms"] for a, b in pairs)
 nearer = [(a["dtype"], a["n"], a["k"]) for a, b in pairs
           if b["update_over_floor"] <= a["update_over_floor"]]
-assert nearer == [("float32", 1000, 256), ("float32", 20000, 256)], nearer  # (newer float32 code)
+assert nearer == [("float32", 1000, 256), ("float32", 20000, 1),
+                  ("float32", 20000, 256)], nearer            # (newer float32 code)
 assert all(b["t_update_ms"] < b["t_recompute_excl_ms"] for a, b in pairs
            if a["n"] >= 5000 and a["k"] <= 64)        # and the update still wins
 
@@ -1100,8 +1104,8 @@ print("stationary window: q='none' error below 100 cond(A) eps at every cond: Tr
 #   dependent reflectors (which larger $k$ still use at small $n$), and 2.1 to 8.1
 #   times above the bandwidth floor: within 4 times at $n \ge 10000$ in both precisions
 #   and at $n = 5000$ in float64; at $n = 5000$ in float32 the chain of 79 steps bounds it.
-#   On an H200 (1.41 times the memory bandwidth) the update takes 0.83 to 1.00 of its H100
-#   time for k > 1: memory does not bound it, so on the faster memory it sits further
+#   On an H200 (1.41 times the memory bandwidth) the update takes 0.84 to 0.99 of its H100
+#   time for k > 4: memory does not bound it, so on the faster memory it sits further
 #   above the floor.
 # * Errors are a few $\varepsilon$ in $\max|\tilde A - \tilde R^T\tilde R|/\max|\tilde A|$,
 #   like refactorizing, in both precisions; an impossible downdate raises `LinAlgError`

@@ -491,7 +491,10 @@ __device__ void tri_factor_columns(const T* S, T* D, T* Gt, T* pd, T* cbuf, T* t
 // One warp for up to 64 rows in float (32 in double; column j read twice from its slot
 // instead of held in registers) spilled 300 to 400 bytes a thread at 512 threads: on an
 // H100 the launch took 1.04 to 1.7 times as long where a chunk had 33 to 64 rows (17 to
-// 32 in double), against two warps and their barrier per column.
+// 32 in double), against two warps and their barrier per column.  32 doubles a lane for
+// large k, column j read from its slot as each step uses it (no spills), made the factor
+// 35 to 37 us a panel against 15.8 to 23.5 (H200, n = 2500 and 3000, k = 500, 4 to 16
+// chunks; results/triangle-trace-NVIDIA-H200.md), Tables 6 to 9 1.01 to 1.5 times as long.
 __device__ inline int tri_rpw(int k, int size)
 {
     return k <= 4 ? 4 : (k <= 16 || size == 8) ? 16 : 32;
