@@ -2514,40 +2514,21 @@ ST_KERNELS(1_f32, float, 1, 2)
 ST_KERNELS(_f64, double, 64, 1)
 ST_KERNELS(16_f64, double, 16, 1)
 ST_KERNELS(1_f64, double, 1, 1)
-__global__ void __launch_bounds__(ST_NT) structured_apply_f32(
-    const float* R, long ldr, float* out, long ldo, const float* W, long wq, long wc, int n,
-    int k, const float* P, const float* F, const float* Zs, const int4* table, int check,
-    const int* sync)
-{
-    st_apply(table[blockIdx.x], false, R, ldr, out, ldo, W, wq, wc, n, k, P, F, Zs, check,
-             sync);
-}
+// The apply after the solve: k at run time (float: 3xTF32 or FMA by k), and for k = 1 as
+// the one launch of k = 1 takes it (in float from M_II's closed form, st_apply_rank1)
+#define ST_APPLY_KERNEL(NAME, T, MMA, KW, ...)                                              \
+    __global__ void __launch_bounds__(__VA_ARGS__) structured_apply##NAME(                  \
+        const T* R, long ldr, T* out, long ldo, const T* W, long wq, long wc, int n, int k, \
+        const T* P, const T* F, const T* Zs, const int4* table, int check, const int* sync) \
+    {                                                                                      \
+        st_apply<T, MMA, KW>(table[blockIdx.x], false, R, ldr, out, ldo, W, wq, wc, n, k,  \
+                             P, F, Zs, check, sync);                                       \
+    }
+ST_APPLY_KERNEL(_f32, float, -1, 64, ST_NT)
 // (two blocks per SM: left alone, ptxas gave this one 169 registers, one block per SM)
-__global__ void __launch_bounds__(ST_NT, 2) structured_apply_f64(
-    const double* R, long ldr, double* out, long ldo, const double* W, long wq, long wc, int n,
-    int k, const double* P, const double* F, const double* Zs, const int4* table, int check,
-    const int* sync)
-{
-    st_apply(table[blockIdx.x], false, R, ldr, out, ldo, W, wq, wc, n, k, P, F, Zs, check,
-             sync);
-}
-// for k = 1 (F in M_II's closed form: st_apply_rank1), as the one launch of k = 1 does
-__global__ void __launch_bounds__(ST_NT, 2) structured_apply1_f32(
-    const float* R, long ldr, float* out, long ldo, const float* W, long wq, long wc, int n,
-    int k, const float* P, const float* F, const float* Zs, const int4* table, int check,
-    const int* sync)
-{
-    st_apply<float, 0, 1>(table[blockIdx.x], false, R, ldr, out, ldo, W, wq, wc, n, k, P, F,
-                          Zs, check, sync);
-}
-__global__ void __launch_bounds__(ST_NT, 2) structured_apply1_f64(
-    const double* R, long ldr, double* out, long ldo, const double* W, long wq, long wc, int n,
-    int k, const double* P, const double* F, const double* Zs, const int4* table, int check,
-    const int* sync)
-{
-    st_apply<double, 0, 1>(table[blockIdx.x], false, R, ldr, out, ldo, W, wq, wc, n, k, P, F,
-                           Zs, check, sync);
-}
+ST_APPLY_KERNEL(_f64, double, -1, 64, ST_NT, 2)
+ST_APPLY_KERNEL(1_f32, float, 0, 1, ST_NT, 2)
+ST_APPLY_KERNEL(1_f64, double, 0, 1, ST_NT, 2)
 }
 
 // Back substitution R x = y for one right-hand side (R upper triangular, n x n, rows
