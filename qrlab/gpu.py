@@ -249,7 +249,7 @@ def _structured_kernels(item, width=64):
     solve, apply = _structured_smem(item, 64)
     both = max(solve, apply, _alone_smem() if item == 4 else 0)
     fns = []
-    a = "1" if width == 1 else ""       # k = 1: the apply of float's F in closed form
+    a = "1" if width == 1 else ""       # k = 1: its own apply (float: M_II in closed form)
     for name, smem in ((f"structured_solve{w}_{dt}", solve),
                        (f"structured_apply{a}_{dt}", apply),
                        (f"structured_update{w}_{dt}", both)):
