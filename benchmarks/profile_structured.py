@@ -26,7 +26,8 @@ the apply's jobs running, the jobs started and done; how many jobs started after
 P, and their median time per 32 rows.  With ``--parts``, after each case: the median over
 the last call's jobs of the nanoseconds a group of 32 rows spends in each part of the
 apply's loop (``structured_parts``: the flags and first barrier, the stash and next loads,
-the Z product, the output product and its stores), for all jobs and for those that
+the Z product, the output product and its stores; for k = 1 in float32 the Z update is
+part of the output's pass, ``st_apply_rank1``), for all jobs and for those that
 started after the last P; and the median time of each part of the solve's blocks' work
 after their P (G, then S's factor and X, then C's factor, Wm and F).
 """
