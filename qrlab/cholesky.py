@@ -166,7 +166,8 @@ def cholesky_update(R, V, downdate=False, overwrite=False, check_finite=True,
     ``M_II R_I + Wm_I (V^T - sum_{J <= I} P_J^T R_J)``. The only chain left is the
     triangular solve for ``P``, one 64-row block per step; everything else is matrix
     products (for ``k = 1`` in float32, ``M_II`` is a diagonal plus a rank-one upper
-    part in closed form, so ``M_II R_I`` is a running sum down the rows). Cost: at most ``(3 k + 32) n^2`` flops, ``R`` read twice and written once.
+    part in closed form, so ``M_II R_I`` is a running sum down the rows). Cost: at most
+    ``(3 k + 32) n^2`` flops, ``R`` read twice and written once.
     The kernels take up to 64 columns of ``V``; more go in passes of 64, each updating
     the result of the one before (``A + s V V^T = (A + s V_1 V_1^T) + s V_2 V_2^T ...``),
     queued back to back, where that is faster than the chain of reflectors below: on an

@@ -1593,6 +1593,11 @@ __device__ __forceinline__ void st_growth(T g, T gmax, int* sync)
     if (gmax > T(0) && g > gmax) atomicOr(sync + 2, 4);
 }
 
+// Whether the kernels of k up to KW keep F as M_II's closed form (float's kernels of
+// k = 1): the solve writes it so and the apply reads it so (st_apply_rank1)
+template <typename T, int KW>
+__device__ constexpr bool st_f_closed() { return KW == 1 && sizeof(T) == 4; }
+
 template <typename T, int KW>
 __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __restrict__ W,
                         long wq, long wc, int n, int k, T sgn, T* P, T* F, T* Zs, T* Gs,
@@ -1909,7 +1914,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     if (k == 1) {
         if (tid < ST_B) c_rr = fma(sgn * XT[tid], XT[tid], T(1));
         j = st_cholesky_rank1(A, la, XT, sgn, Mx);
-        if (KW == 1 && sizeof(T) == 4 && tid < ST_B) {
+        if (st_f_closed<T, KW>() && tid < ST_B) {
             r1x = XT[tid];
             r1q = Mx[tid];
         }
@@ -1967,7 +1972,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     // D_I) R_I), F[32 + q][r] = Wm[r][q].  For k = 1, U's closed form instead
     // (st_cholesky_rank1: U[r][j] = a_r x_j for j > r, a_r = sgn x_r / sqrt(t_r t_{r-1})):
     // rows U[r][r] d_r, a_r, x_r d_r and Wm[r][0], which st_apply_rank1 takes
-    if constexpr (KW == 1 && sizeof(T) == 4) {         // (float's kernels of k = 1)
+    if constexpr (st_f_closed<T, KW>()) {
         if (tid < ST_B) {
             T* const out = F + (2L * C + tid / 32) * (32 + kp) * 32 + tid % 32;
             out[0] = A[tid * la + tid] * dsign[tid];
@@ -1976,7 +1981,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
             out[96] = Wm[tid * wl];
         }
     }
-    for (int b = 0; b < 2 && (KW > 1 || sizeof(T) == 8); ++b) {
+    for (int b = 0; b < 2 && !st_f_closed<T, KW>(); ++b) {
         T* const out = F + (2L * C + b) * (32 + kp) * 32;
         for (int e = tid; e < (32 + kp) * 32; e += ST_NT) {
             const int jj = e / 32, r = e % 32, row = 32 * b + r;
@@ -2338,7 +2343,7 @@ __device__ void st_apply(int4 job, bool follow, const T* R, long ldr, T* out, lo
         Z[q * ST_LD + c] = z;
     }
     // (k = 1: F's first four rows, M_II's closed form, one 16-byte load a thread at most)
-    constexpr bool rank1 = KW == 1 && sizeof(T) == 4;
+    constexpr bool rank1 = st_f_closed<T, KW>();
     constexpr int NF = rank1 ? 1 : 6 * sizeof(T) / 8;
     T rt[8];
     int4 fv[NF], pv[4 * sizeof(T) / 8];
