@@ -1,6 +1,6 @@
 """When a rank-1 structured Cholesky update's call ends: at the GPU's work or at the host.
 
-    PYTHONPATH=. python3 benchmarks/cholesky_call_end.py
+    PYTHONPATH=. python3 benchmarks/cholesky_call_end.py [--seen-events]
 
 Times ``qrlab.cholesky_update(R, v)`` (CuPy, into a new array: the solve and the apply in
 one launch) for float32 and float64, n = 5000 and 10000, as ``cholesky_bench.py`` does:
@@ -13,8 +13,15 @@ GPU's work (start to the event after the launch); the host's microseconds from s
 report to returning, for the whole call, and from the call's start to the launch queued.
 Where the call is longer than the GPU's work, the event after the return fired after the
 kernel's end: the host had not returned by then.
+
+With ``--seen-events`` the call also records an event as soon as the host has seen the
+report and another just before it returns, and each case's line gives when they fired
+(from the start event; each fires no earlier than the kernel's end, so one that fires
+later than that was queued later).  Making them costs the host some microseconds, so the
+other figures are then those of a slightly longer call.
 """
 import statistics
+import sys
 import time
 
 import cupy as cp
@@ -35,9 +42,15 @@ def launch_marked(self, *args, **kwargs):
     return report
 
 
+seen_events = "--seen-events" in sys.argv[1:]
+
+
 def outcome_marked(report, n):
     result = outcome(report, n)
     stamps["seen"] = time.perf_counter()
+    if seen_events:
+        stamps["seen event"] = cp.cuda.Event()
+        stamps["seen event"].record()
     return result
 
 
@@ -58,14 +71,22 @@ for dt in ("float32", "float64"):
             t0 = time.perf_counter()
             out = qrlab.cholesky_update(R, v)    # (held until the next call's)
             t1 = time.perf_counter()
+            if seen_events:
+                returned = cp.cuda.Event()
+                returned.record()
             end.record()
             end.synchronize()
             if rep:
                 rows.append((cp.cuda.get_elapsed_time(start, end) * 1e3,
                              cp.cuda.get_elapsed_time(start, stamps["kernel end"]) * 1e3,
                              (t1 - stamps["seen"]) * 1e6, (t1 - t0) * 1e6,
-                             (stamps["launched"] - t0) * 1e6))
-        call, work, tail, whole, queued = (statistics.median(c) for c in zip(*rows))
+                             (stamps["launched"] - t0) * 1e6)
+                            + ((cp.cuda.get_elapsed_time(start, stamps["seen event"]) * 1e3,
+                                cp.cuda.get_elapsed_time(start, returned) * 1e3)
+                               if seen_events else ()))
+        call, work, tail, whole, queued, *events = (statistics.median(c) for c in zip(*rows))
         print(f"{dt} n={n} k=1: call {call:.1f} us, GPU work (event after launch) {work:.1f},"
               f" host: report seen -> return {tail:.1f}, whole call {whole:.1f},"
-              f" call -> launched {queued:.1f}", flush=True)
+              f" call -> launched {queued:.1f}"
+              + (f"; events: report seen {events[0]:.1f}, return {events[1]:.1f}"
+                 if seen_events else ""), flush=True)

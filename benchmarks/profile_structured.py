@@ -29,7 +29,15 @@ apply's loop (``structured_parts``: the flags and first barrier, the stash and n
 the Z product, the output product and its stores; for k = 1 in float32 the Z update is
 part of the output's pass, ``st_apply_rank1``), for all jobs and for those that
 started after the last P; and the median time of each part of the solve's blocks' work
-after their P (G, then S's factor and X, then C's factor, Wm and F).
+after their P (G, then S's factor and X, then C's factor, Wm and F).  With ``--chain``
+(k = 1), after each case, the median over the calls of the median over blocks C >= 3 of
+the parts of a step of the chain, from thread 0's stamps (``structured_chain``): ``loop
+lag``, block C's loop over J < C - 2 has P_{C-3} after block C - 3 sent it; ``loop to
+wait``, from then until block C starts to wait for P_{C-1}; ``wait - sent``, that start
+less block C - 1's sending of P_{C-1} (positive: the block came late to its step);
+``hand-off``, block C has P_{C-1} after it was sent; ``look``, the wait itself;
+``product``, from having P_{C-1} to P_C sent; and when the report (the word that the
+host waits for) was written, and how long before the apply's end.
 """
 import argparse
 import statistics
@@ -52,14 +60,29 @@ COLUMNS = ["set up", "first P", "last P", "step", "step p90", "loop early", "F w
 
 
 PARTS = ["flags", "stash", "Z", "out"]
+CHAIN = ["loop lag", "loop to wait", "wait - sent", "hand-off", "look", "product", "report",
+         "report to apply end"]
 
 
 def stamped_kernels():
-    """qrlab's kernels built with -DQRLAB_PHASE_TIMES, their stamps (ticket x 8) and the
-    apply's cycles by part (ticket x 8)."""
+    """qrlab's kernels built with -DQRLAB_PHASE_TIMES, their stamps (ticket x 8), the
+    apply's cycles by part (ticket x 8), the chain's stamps (ticket x 4) and the report's."""
     mod = timed_kernels()
     return (mod, cp.ndarray((16384, 8), cp.uint64, mod.get_global("structured_stamps")),
-            cp.ndarray((16384, 8), cp.int64, mod.get_global("structured_parts")))
+            cp.ndarray((16384, 8), cp.int64, mod.get_global("structured_parts")),
+            cp.ndarray((16384, 4), cp.uint64, mod.get_global("structured_chain")),
+            cp.ndarray((1,), cp.uint64, mod.get_global("structured_reported")))
+
+
+def chain_step(steps, reported, apply_end):
+    """The parts of the k = 1 chain's step (CHAIN, microseconds; see --chain) from the
+    chain's stamps of the solve's blocks and the report's (microseconds from the first
+    block's start)."""
+    wait, have, sent, loop = (steps[:, i] for i in range(4))
+    parts = [loop[3:] - sent[:-3], wait[3:] - loop[3:], wait[3:] - sent[2:-1],
+             have[3:] - sent[2:-1], have[3:] - wait[3:], sent[3:] - have[3:]]
+    return dict(zip(CHAIN, [float(np.median(x)) for x in parts]
+                    + [reported, apply_end - reported]))
 
 
 def parts(solve, apply, cycles):
@@ -85,9 +108,10 @@ def f_work(solve):
         f"{name} {np.median(solve[:, b] - solve[:, a]):.1f}" for name, a, b in spans)
 
 
-def one_call(R, V, stamps, clock):
-    """The phases of one update (a dict of COLUMNS, microseconds), and the stamps of the
-    solve's blocks and of the apply's jobs (microseconds from the first block's start)."""
+def one_call(R, V, stamps, clock, chain=None):
+    """The phases of one update (a dict of COLUMNS, microseconds; and of CHAIN where
+    ``chain`` holds the chain's and the report's stamps), and the stamps of the solve's
+    blocks and of the apply's jobs (microseconds from the first block's start)."""
     n = R.shape[0]
     nb = -(-n // 64)
     stamps.fill(0)
@@ -96,10 +120,15 @@ def one_call(R, V, stamps, clock):
     used = int((s[:, 0] > 0).sum())
     if used <= nb:
         raise RuntimeError("no stamps of the apply: the update did not run in one stamped launch")
-    s = np.where(s > 0, s - s[:used, 0].min(), -1)[:used] / 1e3
+    start = s[:used, 0].min()
+    s = np.where(s > 0, s - start, -1)[:used] / 1e3
     solve, apply = s[:nb], s[nb:]
     last_job = int(np.argmax(apply[:, 6]))
-    return {"set up": solve[0, 1], "first P": solve[0, 3], "last P": solve[-1, 3],
+    steps = {}
+    if chain is not None:
+        steps = chain_step((chain[0].get()[:nb].astype(np.int64) - start) / 1e3,
+                           (int(chain[1].get()[0]) - start) / 1e3, apply[:, 6].max())
+    return steps | {"set up": solve[0, 1], "first P": solve[0, 3], "last P": solve[-1, 3],
             "step": np.median(np.diff(solve[:, 3])),
             "step p90": np.percentile(np.diff(solve[:, 3]), 90),
             "loop early": np.median(solve[1:, 2] - solve[:-1, 3]),
@@ -136,12 +165,16 @@ def main(argv=None):
     p.add_argument("--jobs", action="store_true", help="also the apply's jobs over a call")
     p.add_argument("--parts", action="store_true",
                    help="also the time of each part of the apply's loop")
+    p.add_argument("--chain", action="store_true",
+                   help="also the parts of a step of the chain (k = 1 only)")
     p.add_argument("--out", type=Path, help="also write the table to this markdown file")
     args = p.parse_args(argv)
     gpu.GpuExecutor.growth_max = args.growth_max
     if any(k > gpu.GpuExecutor.structured_k_max for k in args.k):
         p.error(f"k must be at most {gpu.GpuExecutor.structured_k_max} (one launch)")
-    mod, stamps, cycles = stamped_kernels()
+    if args.chain and args.k != [1]:
+        p.error("--chain: the chain's stamps are those of k = 1 (give --k 1)")
+    mod, stamps, cycles, chain, reported = stamped_kernels()
     gpu.kernels = lambda: mod            # (before the first update: the plans cache them)
     clock = Clock(cp)                    # (it flushes L2 before each call)
     lines = [f"Phases of one structured update, us from the first block's start (median of "
@@ -159,14 +192,20 @@ def main(argv=None):
                 runs = []
                 for rep in range(args.reps + 1):          # (the first one warms up)
                     V = cp.random.standard_normal((n, k), dtype=dtype)
+                    if args.chain:
+                        chain.fill(0)
                     phases, last = one_call(R, V * (0.9 / cp.linalg.norm(V)), stamps,
-                                            clock)
+                                            clock, (chain, reported) if args.chain else None)
                     if rep > 0:
                         runs.append(phases)
                 row = (f"| {name} | {n} | {k} | " + " | ".join(
                     f"{statistics.median(r[c] for r in runs):.1f}" for c in COLUMNS) + " |")
                 lines.append(row)
                 print(row, flush=True)
+                if args.chain:
+                    print("    chain's step (median us): " + ", ".join(
+                        f"{c} {statistics.median(r[c] for r in runs):.2f}" for c in CHAIN),
+                        flush=True)
                 if args.parts:
                     print("\n".join(parts(*last, cycles.get()) + [f_work(last[0])]),
                           flush=True)

@@ -731,10 +731,11 @@ plt.show()
 # That rewrite alone took 0.91 to 0.94 of the time in float64 on the H200, and in
 # float32 the apply of k = 1 now takes $M_{II}$ in its closed form, a sum down the rows
 # instead of a triangular product (0.84 to 0.95 of the time on the H200 itself), which
-# is why k = 1 takes 0.71 to 0.97 there. In float32 the apply's two products also run on
-# the tensor cores for k > 1, which took 0.88 to 0.91 of the time at n = 20000 on the
-# H200 itself and brings those cases to 0.83 to 0.87: a change of arithmetic, not of
-# memory.) The update waits on the solve's chain of dependent steps, 64 columns a step.
+# is why k = 1 takes 0.71 to 1.08 there: the 1.08 is float64 at n = 1000, 96 us against
+# 89, a call that is mostly fixed costs, and an earlier H200 run of it took 86. In float32
+# the apply's two products also run on the tensor cores for k > 1, which took 0.88 to
+# 0.91 of the time at n = 20000 on the H200 itself and brings those cases to 0.83 to
+# 0.87: a change of arithmetic, not of memory.) The update waits on the solve's chain of dependent steps, 64 columns a step.
 # The refactorization is bound by its arithmetic and its own chain of panels. The floor
 # falls with the bandwidth, so on the H200 every case but three sits further above it
 # (float32 with k = 256, 3.47 against 3.50 at n = 20000 and 71.2 against 72.9 at

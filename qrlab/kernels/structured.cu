@@ -180,6 +180,16 @@
 // float 0.83 to 0.90 of the time at n = 5000 and 0.86 to 0.92 at 10000, double 0.67 to
 // 0.72 and 0.80 to 0.88 (the loop and the step each measured against the one before, the
 // ratios multiplied; the same results to rounding).
+// On an H200, a step of the k = 1 chain part by part (profile_structured.py --chain:
+// thread 0's stamps): block C starts to wait for P_{C-1} 0.7 to 1.1 us after block
+// C - 1 sent it, then looks once (0.26 to 0.41 us, a round trip to L2) and makes P_C
+// (0.19 to 0.32), where a value takes 0.2 us one way from SM to SM
+// (benchmarks/handoff_latency.py).  It comes late because its loop runs two steps behind:
+// it has P_{C-3} 2.2 to 3.1 us after block C - 3 sent it.  Waiting for P_{C-2} and
+// P_{C-1} in one look, the loop's tagged words waited for before R's tile is taken from
+// its registers, and R's tiles asked of L2 two or three steps ahead (alone and together)
+// left the update within the runs' noise (0.94 to 1.07 of the time, float and double,
+// n = 5000 to 20000; benchmarks/results/structured-phases-NVIDIA-H200.md).
 // Layout: R (leading dimension ldr), out (ldo) and W = V^T (k x n; strides wq, wc).  R's
 // strict lower triangle is not read, and its rows may have either sign (see st_solve).
 // P, and each segment of Zs: npad x kp (npad = 64 nb, kp = k rounded up to 4), row i = p_i
@@ -203,17 +213,34 @@
 // J < C - 2 done, 3 P_C published, 4 G_C published, 7 S factored and X made, 5 F
 // published, 6 its zeros written;
 // a job of the apply at 0 its start, 1 its first rows ready, 6 its end
-// (benchmarks/profile_structured.py reads them).
+// (benchmarks/profile_structured.py reads them).  For k = 1 thread 0 of a block of the
+// solve also stamps its step of the chain in structured_chain[ticket]: 0 it starts to
+// wait for P_{C-1} (st_chain_narrow), 1 it has P_{C-1}, 2 its column of P_C is sent, 3 its
+// loop over J < C - 2 has P_{C-3} (st_z_regs); and the block that writes the report
+// stamps that in structured_reported.
 #ifdef QRLAB_PHASE_TIMES
 #define ST_STAMPED 16384
 __device__ unsigned long long structured_stamps[ST_STAMPED][8];
+__device__ unsigned long long structured_chain[ST_STAMPED][4];
+__device__ unsigned long long structured_reported;
 __shared__ int st_who;                        // the block's ticket
-__device__ __forceinline__ void st_stamp(int slot)
+__device__ __forceinline__ unsigned long long st_now()
 {
     unsigned long long t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+__device__ __forceinline__ void st_stamp(int slot)
+{
+    const unsigned long long t = st_now();
     if (threadIdx.x == 0 && st_who < ST_STAMPED) structured_stamps[st_who][slot] = t;
 }
+__device__ __forceinline__ void st_chain_stamp(int slot)
+{
+    const unsigned long long t = st_now();
+    if (threadIdx.x == 0 && st_who < ST_STAMPED) structured_chain[st_who][slot] = t;
+}
+__device__ __forceinline__ void st_report_stamp() { structured_reported = st_now(); }
 // and a job of the apply sums, as its thread 0 sees them, the SM cycles (clock64) of each
 // part of its loop over groups of 32 rows in structured_parts[ticket]: 0 from the
 // group's start to its first barrier (the flags looked at, the slowest warp's product
@@ -238,6 +265,8 @@ __device__ long long structured_parts[ST_STAMPED][8];
     } while (0)
 #else
 __device__ __forceinline__ void st_stamp(int) {}
+__device__ __forceinline__ void st_chain_stamp(int) {}
+__device__ __forceinline__ void st_report_stamp() {}
 #define ST_PART_START
 #define ST_PART(i)
 #define ST_PART_END(groups)
@@ -1216,7 +1245,9 @@ __device__ __forceinline__ void st_chain_narrow(int C, const T* zT, const T* red
             p[0] = st_z_row(zT, red, 2 * lane);
             p[1] = st_z_row(zT, red, 2 * lane + 1);
         } else if (J >= 0) {
+            if (s == 2) st_chain_stamp(0);
             st_ll_wait_rows<2>(p, ll + 2 * ((long)J * ST_B + 2 * lane), 1);
+            if (s == 2) st_chain_stamp(1);
             p[0] = -p[0];
             p[1] = -p[1];
         } else {
@@ -1246,6 +1277,7 @@ __device__ __forceinline__ void st_chain_narrow(int C, const T* zT, const T* red
         st_ll_put<true>(ll + 2 * ((long)C * ST_B + col), acc[0] * dsign[col]);
         yT[col * kl] = acc[0];
     }
+    st_chain_stamp(2);
 }
 
 // st_z_regs for 1 < k <= 16 takes each P_J^T R_JC on the tensor cores (in float 3xTF32,
@@ -1532,6 +1564,7 @@ __device__ int st_z_regs(int C, const T* __restrict__ R, long ldr, int n, const 
         // where it is known ready now
         if (tagged && !have && narrow) {
             st_ll_wait_rows<16>(p, ll + 2 * ((long)J * ST_B + rt), 4);
+            if (J == C - 3) st_chain_stamp(3);
         } else if (tagged && !have) {
             // (the lane's values i of st_chain_wide: float 8 (w / 2) + i, double
             // 16 (i / 4) + 4 (w / 2) + i % 4)
@@ -2421,6 +2454,7 @@ __device__ void st_report(int* sync, int nb, int* found)
             for (int i = 0; i < 3; ++i) host[i] = flag_acquire(sync + 1 + i);
             __threadfence_system();
             host[3] = 1;
+            st_report_stamp();
         }
     }
 }
