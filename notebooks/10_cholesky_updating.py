@@ -777,6 +777,27 @@ assert all(b["t_update_ms"] < b["t_recompute_excl_ms"] for a, b in pairs
            if a["n"] >= 5000 and a["k"] <= 64)        # and the update still wins
 
 # %% [markdown]
+# ## What these timings leave out, and where a step of the chain goes
+#
+# The benchmark flushes the L2 cache before each timed call, and the flush keeps the GPU
+# busy while the call's Python runs: its times are the GPU's work. A call made on an idle
+# GPU also waits for the host: on the H200's machine 80 to 170 us of Python (checks, the
+# result's allocation, a workspace, the launch's 21 arguments) before its kernel starts,
+# so updates made back to back at $n \le 2000$ take 150 to 180 us each against 71 to 116
+# us of GPU work (`benchmarks/results/cholesky-host-cost-NVIDIA-H200.md`). Time both ways
+# when you benchmark a GPU library: events after a flush say what the kernels cost, a
+# wall clock around a loop what a caller gets.
+#
+# Inside the kernel, the chain's step for $k = 1$ takes 1.4 to 2 us, and not because
+# handing $P_C$ to the next block is slow: a value goes from one SM to another in 0.2 us
+# (`benchmarks/results/handoff-latency-NVIDIA-H200.md`). Time stamps of every block's
+# step show each block starting to wait for $P_{C-1}$ about 0.9 us *after* it was sent:
+# its own sum over the earlier $P_J$ runs two steps behind the chain
+# (`benchmarks/results/structured-phases-NVIDIA-H200.md`, its last section). A chain of
+# dependent steps is as fast as the slowest work between two hand-offs, not as the
+# hand-offs themselves.
+
+# %% [markdown]
 # ## Errors as in 004 Figs. 2-3
 #
 # 004's experiment: $B$ and $V$ with entries uniform on $[0, 1]$; for an update
@@ -1107,7 +1128,8 @@ print("stationary window: q='none' error below 100 cond(A) eps at every cond: Tr
 #   and at $n = 5000$ in float64; at $n = 5000$ in float32 the chain of 79 steps bounds it.
 #   On an H200 (1.41 times the memory bandwidth) the update takes 0.84 to 0.99 of its H100
 #   time for k > 4: memory does not bound it, so on the faster memory it sits further
-#   above the floor.
+#   above the floor. A call on an idle GPU also pays 80 to 170 us of the host's Python
+#   before its launch, which the benchmark's flush hides.
 # * Errors are a few $\varepsilon$ in $\max|\tilde A - \tilde R^T\tilde R|/\max|\tilde A|$,
 #   like refactorizing, in both precisions; an impossible downdate raises `LinAlgError`
 #   naming the first failing column.
