@@ -77,11 +77,12 @@ def stamped_kernels():
 def chain_step(steps, reported, apply_end):
     """The parts of the k = 1 chain's step (CHAIN, microseconds; see --chain) from the
     chain's stamps of the solve's blocks and the report's (microseconds from the first
-    block's start)."""
+    block's start; NaN where a block left a stamp out: its loop takes P_{C-3} from P, not
+    from its words, where it found it ready early)."""
     wait, have, sent, loop = (steps[:, i] for i in range(4))
     parts = [loop[3:] - sent[:-3], wait[3:] - loop[3:], wait[3:] - sent[2:-1],
              have[3:] - sent[2:-1], have[3:] - wait[3:], sent[3:] - have[3:]]
-    return dict(zip(CHAIN, [float(np.median(x)) for x in parts]
+    return dict(zip(CHAIN, [float(np.nanmedian(x)) for x in parts]
                     + [reported, apply_end - reported]))
 
 
@@ -126,7 +127,8 @@ def one_call(R, V, stamps, clock, chain=None):
     last_job = int(np.argmax(apply[:, 6]))
     steps = {}
     if chain is not None:
-        steps = chain_step((chain[0].get()[:nb].astype(np.int64) - start) / 1e3,
+        raw = chain[0].get()[:nb].astype(np.int64)
+        steps = chain_step(np.where(raw > 0, (raw - start) / 1e3, np.nan),
                            (int(chain[1].get()[0]) - start) / 1e3, apply[:, 6].max())
     return steps | {"set up": solve[0, 1], "first P": solve[0, 3], "last P": solve[-1, 3],
             "step": np.median(np.diff(solve[:, 3])),
