@@ -230,16 +230,15 @@ __device__ __forceinline__ unsigned long long st_now()
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
 }
-__device__ __forceinline__ void st_stamp(int slot)
+template <int N>
+__device__ __forceinline__ void st_stamp_into(unsigned long long (&stamps)[ST_STAMPED][N],
+                                              int slot)
 {
     const unsigned long long t = st_now();
-    if (threadIdx.x == 0 && st_who < ST_STAMPED) structured_stamps[st_who][slot] = t;
+    if (threadIdx.x == 0 && st_who < ST_STAMPED) stamps[st_who][slot] = t;
 }
-__device__ __forceinline__ void st_chain_stamp(int slot)
-{
-    const unsigned long long t = st_now();
-    if (threadIdx.x == 0 && st_who < ST_STAMPED) structured_chain[st_who][slot] = t;
-}
+__device__ __forceinline__ void st_stamp(int slot) { st_stamp_into(structured_stamps, slot); }
+__device__ __forceinline__ void st_chain_stamp(int slot) { st_stamp_into(structured_chain, slot); }
 __device__ __forceinline__ void st_report_stamp() { structured_reported = st_now(); }
 // and a job of the apply sums, as its thread 0 sees them, the SM cycles (clock64) of each
 // part of its loop over groups of 32 rows in structured_parts[ticket]: 0 from the
