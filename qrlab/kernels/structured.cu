@@ -189,7 +189,12 @@
 // P_{C-1} in one look, the loop's tagged words waited for before R's tile is taken from
 // its registers, and R's tiles asked of L2 two or three steps ahead (alone and together)
 // left the update within the runs' noise (0.94 to 1.07 of the time, float and double,
-// n = 5000 to 20000; benchmarks/results/structured-phases-NVIDIA-H200.md).
+// n = 5000 to 20000; benchmarks/results/structured-phases-NVIDIA-H200.md).  In the loop an
+// iteration has R's tile at once, and P_J 1.2 to 1.9 us later (0.6 in the last, which
+// asks for no next tile): P_J's loads come after the next tile's, and a warp's loads come
+// back in order.  R's tiles two ahead in shared memory by the bulk copy engine
+// (cp.async.bulk, 16 copies a warp) brought P_J to 0.35 to 0.9 us, but issuing the copies
+// took as long, and the update stayed at 0.97 to 1.00 of the time (same file).
 // Layout: R (leading dimension ldr), out (ldo) and W = V^T (k x n; strides wq, wc).  R's
 // strict lower triangle is not read, and its rows may have either sign (see st_solve).
 // P, and each segment of Zs: npad x kp (npad = 64 nb, kp = k rounded up to 4), row i = p_i
