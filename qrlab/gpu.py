@@ -222,10 +222,12 @@ def _structured_blocks(n, item):
     return nb, 5 if item == 8 and nb <= 80 else max(8, -(-nb // 16))
 
 
-def _structured_smem(item, kp):
+def _structured_smem(item, kp, ring=False):
     """Dynamic shared memory of ``structured_solve`` and ``structured_apply`` for values of
     ``item`` bytes and ``k`` padded to ``kp``: the solve's four 64 x 68 tiles (rows of
-    68: see the kernel) and two 64 x kp blocks; the apply's R_I and Z (rows of 68), F
+    68: see the kernel) and two 64 x kp blocks, and with ``ring`` (k = 1 on sm_90) two
+    64 x 64 tiles more and 128 bytes to align them (``StRing``); the apply's R_I and Z
+    (rows of 68), F
     and P_I.  The rows of the kp-wide blocks are padded to kp + 4 where kp is a multiple
     of 8, and those of F to 36 values in double, 40 in float (``st_kp_ld``,
     ``st_f_ld``); in float, for the product in 3xTF32, Z has kp rounded up to 8 rows and
@@ -236,7 +238,7 @@ def _structured_smem(item, kp):
     else:
         kz = -(-kp // 8) * 8
         apply = (32 + kz) * 68 + 2 * (32 + kz) * 40 + 32 * kl
-    return (4 * 64 * 68 + 2 * 64 * kl) * item, apply * item
+    return (4 * 64 * 68 + 2 * 64 * kl + 2 * 64 * 64 * ring) * item + 128 * ring, apply * item
 
 
 @functools.lru_cache(maxsize=None)
@@ -247,6 +249,7 @@ def _structured_kernels(item, width=64):
     largest k (the limit belongs to the function, so one value serves every launch)."""
     dt, w = ("f32" if item == 4 else "f64"), ("" if width == 64 else str(width))
     solve, apply = _structured_smem(item, 64)
+    solve = max(solve, _structured_smem(item, 4, ring=width == 1 and _has_tma())[0])
     both = max(solve, apply, _alone_smem() if item == 4 else 0)
     fns = []
     a = "1" if width == 1 else ""       # k = 1: its own apply (float: M_II in closed form)
@@ -257,6 +260,46 @@ def _structured_kernels(item, width=64):
         fn.max_dynamic_shared_size_bytes = smem
         fns.append(fn)
     return fns
+
+
+@functools.lru_cache(maxsize=None)
+def _has_tma():
+    """Whether the current device copies tensor tiles by itself (TMA: sm_90 and later)."""
+    import cupy as cp
+    return int(cp.cuda.Device().compute_capability) >= 90
+
+
+#: R's tensor map where the kernels of k = 1 load R's tiles by themselves (see
+#: :func:`_tensor_map`)
+_NO_TENSOR_MAP = np.zeros(1, dtype=np.dtype((np.void, 128)))
+
+
+@functools.lru_cache(maxsize=64)
+def _tensor_map(ptr, n, row_bytes, item):
+    """R's tensor map (``cuTensorMapEncodeTiled``, 128 bytes, as a one-value array that
+    a launch passes by value) for the bulk tensor copies of 64 x 64 tiles in which the
+    solve of k = 1 loads R (``StRing`` in the kernel file): R n x n of values of ``item``
+    bytes at ``ptr``, its rows ``row_bytes`` apart, zeros past its edges.  Made by the
+    host, as CUDA requires, and passed as a kernel parameter: it then goes with the
+    launch into a CUDA graph.  :data:`_NO_TENSOR_MAP` where the copies cannot serve (no
+    TMA, or an address or row stride not a multiple of 16 bytes)."""
+    import ctypes
+    if not _has_tma() or (ptr | row_bytes) % 16:
+        return _NO_TENSOR_MAP
+    encode = _launch_ex()[0].cuTensorMapEncodeTiled
+    u64, u32 = ctypes.c_uint64, ctypes.c_uint32
+    encode.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint, ctypes.c_void_p,
+                       ctypes.POINTER(u64), ctypes.POINTER(u64), ctypes.POINTER(u32),
+                       ctypes.POINTER(u32)] + [ctypes.c_int] * 4
+    buf = np.zeros(192, dtype=np.uint8)
+    tmap = buf[-buf.ctypes.data % 64:][:128]                 # 64-byte aligned, as CUDA asks
+    # data type FLOAT32 (7) or FLOAT64 (8); rank 2, columns first; boxes of 64 x 64, every
+    # element; no interleave, no swizzle, L2 promotion of 128 bytes (2), zeros out of bounds
+    status = encode(tmap.ctypes.data, 7 if item == 4 else 8, 2, ptr, (u64 * 2)(n, n),
+                    (u64 * 1)(row_bytes), (u32 * 2)(64, 64), (u32 * 2)(1, 1), 0, 0, 2, 0)
+    if status:
+        raise RuntimeError(f"cuTensorMapEncodeTiled failed (CUresult {status})")
+    return tmap.copy().view(_NO_TENSOR_MAP.dtype)
 
 
 #: float's one launch of the structured update takes a whole SM per thread block (not
@@ -366,7 +409,8 @@ class _StructuredPlan(NamedTuple):
     """What ``structured_update`` needs for one (n, k, itemsize, device, follow) beside its
     arrays: the kernels with their grids and shared memory, the apply's jobs, where the
     parts of its workspace start (bytes: P, Zs, F, G) and where its flags start (after
-    the values) and how many bytes they take."""
+    the values) and how many bytes they take; ``ring``: whether its solve loads R's tiles
+    by bulk tensor copies (k = 1 on sm_90; it then takes R's tensor map)."""
     kernels: tuple
     grids: tuple
     smem: tuple
@@ -375,6 +419,7 @@ class _StructuredPlan(NamedTuple):
     parts: tuple
     sync_at: int
     sync_bytes: int
+    ring: bool
 
 
 @functools.lru_cache(maxsize=256)
@@ -412,7 +457,8 @@ def _structured_plan(n, k, item, device, follow):
     tagged = nb * 64 * {1: 2, 16: 16, 64: 0}[width] * item
     sync_bytes = 4 * (8 + 5 * -(-nb // 4) * 4) + tagged
     solve, apply, both = _structured_kernels(item, width)
-    smem1, smem2 = _structured_smem(item, kp)
+    ring = width == 1 and _has_tma()
+    smem1, smem2 = _structured_smem(item, kp, ring)
     table = _structured_table(n, item, device, follow)
     if follow:
         one = max(smem1, smem2)                     # the one launch's shared memory
@@ -422,7 +468,7 @@ def _structured_plan(n, k, item, device, follow):
     else:
         kernels, grids, smem = (solve, apply), ((nb,), (table.shape[0],)), (smem1, smem2)
     return _StructuredPlan(kernels, grids, smem, table, sb, parts, item * values,
-                           sync_bytes)
+                           sync_bytes, ring)
 
 
 def _structured_workspace(plan, dt):
@@ -530,7 +576,9 @@ def _launch_dependent(fn, grid, block, args, smem):
     config = Config((ctypes.c_uint * 3)(*grid, *(1,) * (3 - len(grid))),
                     (ctypes.c_uint * 3)(*block, *(1,) * (3 - len(block))), smem,
                     cp.cuda.get_current_stream().ptr, ctypes.pointer(attr), 1)
+    # (a NumPy array of one value, as CuPy's launch takes it: that value's bytes)
     values = [ctypes.c_uint64(a.data.ptr) if isinstance(a, cp.ndarray)
+              else ctypes.create_string_buffer(a.tobytes()) if isinstance(a, np.ndarray)
               else np.ctypeslib.as_ctypes_type(a.dtype)(a.item()) for a in args]
     params = (ctypes.c_void_p * len(values))(*(ctypes.addressof(v) for v in values))
     function = fn.kernel.ptr                      # (RawKernel.kernel: the CUfunction)
@@ -1486,12 +1534,15 @@ class GpuExecutor(Executor):
         work, flags_at, report, to_host = workspace
         P, Zs, F, G = (np.uint64(work.data.ptr + at) for at in plan.parts)
         sync = np.uint64(flags_at)
+        rmap = (_tensor_map(R.data.ptr, n, R.strides[0], item) if plan.ring
+                else _NO_TENSOR_MAP)
         ldr, ldo = np.int64(R.strides[0] // item), np.int64(out.strides[0] // item)
         wq, wc = np.int64(W.strides[0] // item), np.int64(W.strides[1] // item)
         n_, k_, sb, sgn = np.int32(n), np.int32(k), np.int32(plan.sb), dt.type(sgn)
         if follow:
             args = (R, ldr, out, ldo, W, wq, wc, n_, k_, sgn, P, F, Zs, G, sb, plan.table, sync,
-                    to_host, np.uint64(before or 0), np.int32(bool(zeros)), dt.type(growth_max))
+                    to_host, np.uint64(before or 0), np.int32(bool(zeros)), dt.type(growth_max),
+                    rmap)
             if before:
                 _launch_dependent(plan.kernels[0], plan.grids[0], (256,), args, plan.smem[0])
             else:
@@ -1499,7 +1550,7 @@ class GpuExecutor(Executor):
         else:
             solve, apply = plan.kernels
             solve(plan.grids[0], (256,), (R, ldr, W, wq, wc, n_, k_, sgn, P, F, Zs, G, sb, sync,
-                                          to_host, dt.type(growth_max)),
+                                          to_host, dt.type(growth_max), rmap),
                   shared_mem=plan.smem[0])
             apply(plan.grids[1], (256,), (R, ldr, out, ldo, W, wq, wc, n_, k_, P, F, Zs,
                                           plan.table, np.int32(bool(check_finite)), sync),

@@ -626,6 +626,46 @@ class TestCuPy:
 
     @pytest.mark.parametrize("follow", [True, False])
     @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+    @pytest.mark.parametrize("n", [301, 2100])
+    def test_structured_rank1_tiles_by_copy_or_by_loads(self, n, dtype, follow, monkeypatch):
+        """For k = 1 on sm_90 the solve takes R's tiles by bulk tensor copies where R's
+        address and row stride are 16-byte multiples (R's tensor map), and by its own loads
+        otherwise: a view of a wider array whose rows are (or are not) 16 bytes apart, or
+        that starts a value in.  Both agree with the NumPy path, in place and not, update
+        and downdate, with one launch or two."""
+        import cupy as cp
+
+        from qrlab import gpu
+        monkeypatch.setattr(gpu.GpuExecutor, "structured_follow", follow)
+        item = np.dtype(dtype).itemsize
+        per = 16 // item                          # values in 16 bytes
+        even = n + per + (-n) % per               # row lengths 16-byte multiples, and not
+        odd = even + 1
+        for downdate in (False, True):
+            R, V, A64, target = make_problem(n, 1, dtype, downdate, seed=n + downdate)
+            R1 = cholesky_update(R, V, downdate=downdate)
+            tol = 50 * n * np.finfo(dtype).eps * np.abs(R1).max()
+            for row, first, copies in ((even, 0, True), (odd, 0, False), (even, 1, False)):
+                wide = cp.full((n + first, row), cp.nan, dtype=dtype)
+                R_d = wide[first:, first:first + n]
+                R_d[...] = cp.asarray(R)
+                rows = R_d.strides[0]
+                made = gpu._tensor_map(R_d.data.ptr, n, rows, item)
+                assert (made is not gpu._NO_TENSOR_MAP) == (copies and gpu._has_tma())
+                for overwrite in (False, True):
+                    out = cholesky_update(R_d, cp.asarray(V), downdate=downdate,
+                                          overwrite=overwrite)
+                    got = cp.asnumpy(out)
+                    check_factor(got, A64, V, target, dtype)
+                    np.testing.assert_allclose(got, R1, rtol=0, atol=tol)
+                    if overwrite:
+                        assert out is R_d
+                        R_d[...] = cp.asarray(R)
+                    else:
+                        np.testing.assert_array_equal(cp.asnumpy(R_d), R)
+
+    @pytest.mark.parametrize("follow", [True, False])
+    @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
     @pytest.mark.parametrize("n, k", [(130, 1), (301, 7), (2100, 1), (700, 16), (2100, 64)])
     def test_structured_writes_every_value(self, n, k, dtype, follow, monkeypatch):
         """Into an array filled with nan, the structured kernels write every value: the

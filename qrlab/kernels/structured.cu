@@ -195,7 +195,9 @@
 // back in order.  R's tiles two ahead in shared memory by the bulk copy engine
 // (cp.async.bulk, 16 copies a warp) brought P_J to 0.35 to 0.9 us, but issuing the copies
 // took as long, and the update stayed at 0.97 to 1.00 of the time (same file); by each
-// thread's cp.async instead, 0.92 to 1.10 in one round (float n = 5000 and 10000).
+// thread's cp.async instead, 0.94 to 1.07 (three rounds).  One bulk tensor copy a tile,
+// issued by one thread, is what the loop does now (StRing): 0.84 to 0.91 of the time in
+// float, 0.97 to 0.99 in double.
 // Layout: R (leading dimension ldr), out (ldo) and W = V^T (k x n; strides wq, wc).  R's
 // strict lower triangle is not read, and its rows may have either sign (see st_solve).
 // P, and each segment of Zs: npad x kp (npad = 64 nb, kp = k rounded up to 4), row i = p_i
@@ -1470,11 +1472,134 @@ __device__ __forceinline__ void st_chain_wide(int C, const T* zT, int kl, int kp
     }
 }
 
-template <int KQ, typename T>
+// R's tiles for the k = 1 loop (st_z_regs), two ahead in shared memory, each 64 x 64 tile
+// by one bulk tensor copy (TMA, sm_90) that one thread issues.  Loads that a warp issues
+// come back in order: while R's tiles came through the registers, one ahead, P_J's words
+// (asked for after the next tile) came only once that tile had, 1.2 to 1.9 us into an
+// iteration (0.6 where no tile was asked for after; H200, n = 5000).  Copies into shared
+// memory leave the warps' loads to P alone: P_J then came 0.5 to 0.7 us (float) after
+// the iteration's start, the loop ran closer to the chain (double: 0.1 to 1.4 us behind
+// P_J's hand-off, against 2 to 3), and the update took 0.92 to 0.98 of the time
+// (benchmarks/results/structured-phases-NVIDIA-H200.md, "The tile ring").  The copies
+// need R's tensor map (made by the host: gpu._tensor_map, a kernel parameter) and R's
+// address and row stride in 16-byte multiples; else the tiles come through the registers.
+// full[s]: the copy into slot s has come (a phase a use); empty[s]: every warp has read
+// slot s (an arrive a warp).
+struct alignas(64) StTensorMap {
+    unsigned long long word[16];                     // CUtensorMap: opaque, 128 bytes
+};
+
+struct StRing {
+    unsigned full, empty;                            // two mbarriers each (shared)
+    unsigned dst;                                    // slot 0 (shared)
+    const StTensorMap* map;                          // R's
+};
+
+#define ST_RING_WARP 7                               // issues the copies (not warp 0, which
+                                                     //   looks at the flags)
+
+template <typename T>
+__device__ __forceinline__ bool st_ring_usable(const T* R, long ldr, const T* ring,
+                                               const StTensorMap* map)
+{
+#if __CUDA_ARCH__ >= 900
+    // the host makes R's map where R's address and row stride are 16-byte multiples (the
+    // same test), and the ring must fit in the launch's shared memory
+    extern __shared__ __align__(16) unsigned char st_raw[];
+    unsigned size;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(size));
+    const long end = reinterpret_cast<const unsigned char*>(ring + 2 * ST_B * ST_B) - st_raw;
+    return map && ((reinterpret_cast<unsigned long long>(R) | (ldr * sizeof(T))) & 15) == 0
+           && end <= (long)size;
+#else
+    return false;
+#endif
+}
+
+template <typename T>
+__device__ __forceinline__ StRing st_ring_init(T* ring, const StTensorMap* map)
+{
+    __shared__ __align__(8) unsigned long long bars[4];    // full[2], empty[2]
+    StRing g;
+    g.full = (unsigned)__cvta_generic_to_shared(&bars[0]);
+    g.empty = (unsigned)__cvta_generic_to_shared(&bars[2]);
+    g.dst = (unsigned)__cvta_generic_to_shared(ring);
+    g.map = map;
+#if __CUDA_ARCH__ >= 900
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < 2; ++s) {
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(g.full + 8 * s)
+                         : "memory");
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;"
+                         :: "r"(g.empty + 8 * s), "r"(ST_NT / 32) : "memory");
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+#endif
+    return g;
+}
+
+__device__ __forceinline__ void st_mbar_wait(unsigned bar, int parity)
+{
+#if __CUDA_ARCH__ >= 900
+    unsigned done = 0;
+    while (!done)
+        asm volatile("{\n\t.reg .pred p;\n\t"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                     "selp.u32 %0, 1, 0, p;\n\t}"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+#endif
+}
+
+template <typename T>
+__device__ __forceinline__ void st_ring_issue(const StRing& g, int J, int c0, int slot)
+{
+#if __CUDA_ARCH__ >= 900
+    // tile J (rows 64 J .., columns c0 ..; zeros past n) into slot, once every warp has
+    // read what the slot held (tile J - 2).  The whole warp waits, so that it stays
+    // converged: its lanes write zeros together while they wait for the chain (st_zero).
+    if ((threadIdx.x >> 5) != ST_RING_WARP) return;
+    if (J >= 2) st_mbar_wait(g.empty + 8 * slot, ((J - 2) >> 1) & 1);
+    constexpr unsigned bytes = ST_B * ST_B * sizeof(T);
+    const unsigned full = g.full + 8 * slot;
+    if ((threadIdx.x & 31) == 0) {
+        asm volatile("{\n\t.reg .b64 st;\n\t"
+                     "mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n\t}"
+                     :: "r"(full), "r"(bytes) : "memory");
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile"
+                     ".mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                     :: "r"(g.dst + slot * bytes), "l"(g.map), "r"(c0), "r"(J * ST_B),
+                        "r"(full) : "memory");
+    }
+    __syncwarp();
+#endif
+}
+
+template <typename T>
+__device__ __forceinline__ void st_ring_take(T x[16], const StRing& g, const T* ring, int J,
+                                             int slot)
+{
+#if __CUDA_ARCH__ >= 900
+    // the thread's column of tile J (rows tid / 64 + 4u), then its warp's arrive (a
+    // release: the slot's next copy follows the reads)
+    st_mbar_wait(g.full + 8 * slot, (J >> 1) & 1);
+    const T* s = ring + slot * ST_B * ST_B + (threadIdx.x >> 6) * ST_B + (threadIdx.x & 63);
+#pragma unroll
+    for (int u = 0; u < 16; ++u) x[u] = s[4 * u * ST_B];
+    __syncwarp();
+    if ((threadIdx.x & 31) == 0)
+        asm volatile("{\n\t.reg .b64 st;\n\t"
+                     "mbarrier.arrive.release.cta.shared::cta.b64 st, [%0];\n\t}"
+                     :: "r"(g.empty + 8 * slot) : "memory");
+#endif
+}
+
+template <int KQ, bool RING, typename T>
 __device__ int st_z_regs(int C, const T* __restrict__ R, long ldr, int n, const T* P, int kp,
                          int kl, const int* flags, const int* gflags, int* zflags,
                          const T* ll, int sb, T* zT, T* red, T* zout, long ldo, int h,
-                         T* Zs, long npad, bool& finite)
+                         T* Zs, long npad, bool& finite, T* ring, const StTensorMap* map)
 {
     // st_solve's loop over J < C - 2 for k <= 16 (KQ = 1 for k = 1, else 16),
     // z -= (D_J P_J)^T R_JC, with no barrier per step: each thread keeps its share of the
@@ -1486,7 +1611,10 @@ __device__ int st_z_regs(int C, const T* __restrict__ R, long ldr, int n, const 
     // at the end.  Returns how many tiles of zeros every warp has written (each writes its
     // rows of a tile while it waits); finite is cleared if a value of R it read is not.
     // (The G_J it waits for are summed after the block's step.)  At the end, for k = 1 the
-    // shares are left in red for st_chain_narrow to sum; else zT is made z.
+    // shares are left in red for st_chain_narrow to sum; else zT is made z.  RING (k = 1):
+    // R's tiles two ahead in ring (two 64 x 64 tiles of shared memory, by R's tensor map
+    // map; see StRing), not one ahead in the registers.
+    static_assert(!RING || KQ == 1, "the ring serves k = 1");
     const int tid = threadIdx.x, c = tid & 63, rt = tid >> 6, warp = tid >> 5;
     const int lane = tid & 31, c0 = C * ST_B;
     constexpr bool narrow = KQ == 1;
@@ -1516,12 +1644,22 @@ __device__ int st_z_regs(int C, const T* __restrict__ R, long ldr, int n, const 
         if constexpr (narrow) red[rt * ST_B + c] = acc[0];
         else st_frag_shares(red, acc);
     };
-    if (C >= 3) fetch_r(nxt, 0);
+    StRing g{};
+    if constexpr (RING) {
+        g = st_ring_init(ring, map);
+        for (int J = 0; J < 2 && J + 2 < C; ++J) st_ring_issue<T>(g, J, c0, J);
+    } else if (C >= 3) {
+        fetch_r(nxt, 0);
+    }
     for (int J = 0; J + 2 < C; ++J) {
+        if constexpr (RING) {
+            st_ring_take(x, g, ring, J, J & 1);
+        } else {
 #pragma unroll
-        for (int u = 0; u < 16; ++u) x[u] = nxt[u];
+            for (int u = 0; u < 16; ++u) x[u] = nxt[u];
+        }
         finite &= st_finite<16>(x);
-        if (J + 3 < C) fetch_r(nxt, J + 1);
+        if (!RING && J + 3 < C) fetch_r(nxt, J + 1);
         if (J > 0 && J % sb == 0) {
             // z at the start of segment J / sb, for the apply
             __syncthreads();
@@ -1584,6 +1722,9 @@ __device__ int st_z_regs(int C, const T* __restrict__ R, long ldr, int n, const 
         } else {
             fetch_p(p, J);
         }
+        // (after P_J's loads, which would otherwise wait for the copy's issue; before
+        // P_{J+1}'s, which the warp's arrive on empty, a release, would wait for)
+        if (RING && J + 4 < C) st_ring_issue<T>(g, J + 2, c0, J & 1);
         have = J + 1 <= ready && J + 3 < C;
         if (have) fetch_p(pn, J + 1);
         if constexpr (narrow) {
@@ -1639,7 +1780,8 @@ __device__ constexpr bool st_f_closed() { return KW == 1 && sizeof(T) == 4; }
 template <typename T, int KW>
 __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __restrict__ W,
                         long wq, long wc, int n, int k, T sgn, T* P, T* F, T* Zs, T* Gs,
-                        int sb, int* sync, T gmax, T* zout = nullptr, long ldo = 0)
+                        int sb, int* sync, T gmax, const StTensorMap* rmap,
+                        T* zout = nullptr, long ldo = 0)
 {
     // returns how many of the C tiles of zeros left of its diagonal block in zout (the
     // update's new array, or none) this block wrote while it waited for the chain
@@ -1752,9 +1894,21 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
     int zt = 0;                                        // tiles of zeros written
     constexpr bool narrow = KW == 1;                   // k = 1 (the kernels named ..1_)
     constexpr bool regs = KW <= 16;                    // k <= 16 (..1_ and ..16_)
-    if constexpr (regs)
-        zt = st_z_regs<KW>(C, R, ldr, n, P, kp, kl, flags, gflags, zflags, ll, sb, zT, tile,
-                           zout, ldo, h, Zs, npad, finite);
+    if constexpr (narrow) {
+        // the ring (StRing) in the shared memory past yT that k = 64 takes for zT and yT,
+        // 128-byte aligned for the bulk tensor copy
+        const unsigned at = (unsigned)__cvta_generic_to_shared(yT + ST_B * kl);
+        T* const ring = reinterpret_cast<T*>(reinterpret_cast<char*>(yT + ST_B * kl) +
+                                             (((at + 127) & ~127u) - at));
+        zt = st_ring_usable(R, ldr, ring, rmap)
+                 ? st_z_regs<KW, true>(C, R, ldr, n, P, kp, kl, flags, gflags, zflags, ll, sb,
+                                       zT, tile, zout, ldo, h, Zs, npad, finite, ring, rmap)
+                 : st_z_regs<KW, false>(C, R, ldr, n, P, kp, kl, flags, gflags, zflags, ll, sb,
+                                        zT, tile, zout, ldo, h, Zs, npad, finite, ring, rmap);
+    } else if constexpr (regs) {
+        zt = st_z_regs<KW, false>(C, R, ldr, n, P, kp, kl, flags, gflags, zflags, ll, sb, zT,
+                                  tile, zout, ldo, h, Zs, npad, finite, (T*)nullptr, rmap);
+    }
     if (C >= 3 && !regs) st_fetch<64>(nxt, R, ldr, n, 0, c0);
     for (int J = 0; !regs && J + 2 < C; ++J) {
         const bool wait = J > ready;   // (read before the barrier: written only after it)
@@ -2480,7 +2634,7 @@ template <typename T, int KW>
 __device__ void st_update(const T* R, long ldr, T* out, long ldo, const T* W, long wq, long wc,
                           int n, int k, T sgn, T* P, T* F, T* Zs, T* Gs, int sb,
                           const int4* table, int* sync, int* found, const int* before,
-                          int zeros, T gmax)
+                          int zeros, T gmax, const StTensorMap* rmap)
 {
     // the solve and the apply in one launch (out is not R): the first nb blocks solve, the
     // others apply, each as soon as the rows it needs are ready.  zeros: whether the
@@ -2511,7 +2665,7 @@ __device__ void st_update(const T* R, long ldr, T* out, long ldo, const T* W, lo
         // a block of the solve writes the zeros left of its diagonal block (the apply's
         // table has none), those it did not write while waiting once it is done
         const int zt = st_solve<T, KW>(t, R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb,
-                                           sync, gmax, zeros ? out : nullptr, ldo);
+                                           sync, gmax, rmap, zeros ? out : nullptr, ldo);
         st_report(sync, nb, found);
         if (zeros) st_zero(out, ldo, t * ST_B, min(ST_B, n - t * ST_B), zt * ST_B, t * ST_B);
     } else {
@@ -2536,19 +2690,21 @@ __device__ void st_update(const T* R, long ldr, T* out, long ldo, const T* W, lo
 #define ST_KERNELS(NAME, T, KW, BOUND)                                                        \
     __global__ void __launch_bounds__(ST_NT, BOUND) structured_solve##NAME(                 \
         const T* R, long ldr, const T* W, long wq, long wc, int n, int k, T sgn, T* P,     \
-        T* F, T* Zs, T* Gs, int sb, int* sync, int* found, T gmax)                         \
+        T* F, T* Zs, T* Gs, int sb, int* sync, int* found, T gmax,                         \
+        const __grid_constant__ StTensorMap rmap)                                          \
     {                                                                                      \
         const int t = st_ticket(sync);                                                     \
-        st_solve<T, KW>(t, R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb, sync, gmax);    \
+        st_solve<T, KW>(t, R, ldr, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb, sync, gmax,     \
+                        &rmap);                                                            \
         st_report(sync, (n + ST_B - 1) / ST_B, found);                                     \
     }                                                                                      \
     __global__ void __launch_bounds__(ST_NT, BOUND) structured_update##NAME(                \
         const T* R, long ldr, T* out, long ldo, const T* W, long wq, long wc, int n, int k, \
         T sgn, T* P, T* F, T* Zs, T* Gs, int sb, const int4* table, int* sync, int* found, \
-        const int* before, int zeros, T gmax)                                              \
+        const int* before, int zeros, T gmax, const __grid_constant__ StTensorMap rmap)    \
     {                                                                                      \
         st_update<T, KW>(R, ldr, out, ldo, W, wq, wc, n, k, sgn, P, F, Zs, Gs, sb, table,  \
-                         sync, found, before, zeros, gmax);                                \
+                         sync, found, before, zeros, gmax, &rmap);                         \
     }
 
 extern "C" {
