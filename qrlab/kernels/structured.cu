@@ -197,7 +197,7 @@
 // took as long, and the update stayed at 0.97 to 1.00 of the time (same file); by each
 // thread's cp.async instead, 0.94 to 1.07 (three rounds).  One bulk tensor copy a tile,
 // issued by one thread, is what the loop does now (StRing): 0.84 to 0.91 of the time in
-// float, 0.97 to 0.99 in double.
+// float at n = 2000 to 10000 and 0.97 at 20000, 0.97 to 0.99 in double.
 // Layout: R (leading dimension ldr), out (ldo) and W = V^T (k x n; strides wq, wc).  R's
 // strict lower triangle is not read, and its rows may have either sign (see st_solve).
 // P, and each segment of Zs: npad x kp (npad = 64 nb, kp = k rounded up to 4), row i = p_i
@@ -1477,9 +1477,10 @@ __device__ __forceinline__ void st_chain_wide(int C, const T* zT, int kl, int kp
 // come back in order: while R's tiles came through the registers, one ahead, P_J's words
 // (asked for after the next tile) came only once that tile had, 1.2 to 1.9 us into an
 // iteration (0.6 where no tile was asked for after; H200, n = 5000).  Copies into shared
-// memory leave the warps' loads to P alone: P_J then came 0.5 to 0.7 us (float) after
-// the iteration's start, the loop ran closer to the chain (double: 0.1 to 1.4 us behind
-// P_J's hand-off, against 2 to 3), and the update took 0.92 to 0.98 of the time
+// memory leave the warps' loads to P alone: P_J then came 0.5 to 0.7 us after the tile
+// (float), the loop ran closer to the chain (double: 0.1 to 1.4 us behind
+// P_J's hand-off, against 2 to 3), and the update took 0.84 to 0.97 of the time in float
+// and 0.97 to 0.99 in double, n = 2000 to 20000
 // (benchmarks/results/structured-phases-NVIDIA-H200.md, "The tile ring").  The copies
 // need R's tensor map (made by the host: gpu._tensor_map, a kernel parameter) and R's
 // address and row stride in 16-byte multiples; else the tiles come through the registers.
