@@ -538,7 +538,9 @@ def _structured(executor, R, V, s, overwrite, check_finite):
     with the growth test off)."""
     xp = array_module(R)
     npass = -(-V.shape[1] // executor.structured_k_max)
-    source = R if R.strides[1] == R.itemsize else xp.ascontiguousarray(R)
+    # (the kernels take rows that are contiguous and go forward in memory)
+    forward = R.strides[1] == R.itemsize and R.strides[0] > 0
+    source = R if forward else xp.ascontiguousarray(R)
     in_place = overwrite and source is R and npass == 1
     out = R if in_place else xp.empty(R.shape, R.dtype)
     # a pass after one that failed has run on its result (into new arrays, so R is as it

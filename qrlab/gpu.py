@@ -227,8 +227,7 @@ def _structured_smem(item, kp, ring=False):
     ``item`` bytes and ``k`` padded to ``kp``: the solve's four 64 x 68 tiles (rows of
     68: see the kernel) and two 64 x kp blocks, and with ``ring`` (k = 1 on sm_90) two
     64 x 64 tiles more and 128 bytes to align them (``StRing``); the apply's R_I and Z
-    (rows of 68), F
-    and P_I.  The rows of the kp-wide blocks are padded to kp + 4 where kp is a multiple
+    (rows of 68), F and P_I.  The rows of the kp-wide blocks are padded to kp + 4 where kp is a multiple
     of 8, and those of F to 36 values in double, 40 in float (``st_kp_ld``,
     ``st_f_ld``); in float, for the product in 3xTF32, Z has kp rounded up to 8 rows and
     F is held twice, split (``st_apply_out``; the most that float asks, for any k)."""
@@ -282,9 +281,9 @@ def _tensor_map(ptr, n, row_bytes, item):
     bytes at ``ptr``, its rows ``row_bytes`` apart, zeros past its edges.  Made by the
     host, as CUDA requires, and passed as a kernel parameter: it then goes with the
     launch into a CUDA graph.  :data:`_NO_TENSOR_MAP` where the copies cannot serve (no
-    TMA, or an address or row stride not a multiple of 16 bytes)."""
+    TMA, or an address or row stride not a positive multiple of 16 bytes)."""
     import ctypes
-    if not _has_tma() or (ptr | row_bytes) % 16:
+    if not _has_tma() or row_bytes <= 0 or (ptr | row_bytes) % 16:
         return _NO_TENSOR_MAP
     encode = _launch_ex()[0].cuTensorMapEncodeTiled
     u64, u32 = ctypes.c_uint64, ctypes.c_uint32
