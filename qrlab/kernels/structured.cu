@@ -1537,6 +1537,10 @@ __device__ __forceinline__ StRing st_ring_init(T* ring, const StTensorMap* map)
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
+    // (a pass queued as a programmatic dependent launch reads R as the pass before wrote
+    // it, seen through that pass's flags by the generic proxy, and the copies read by the
+    // async proxy: the issuing thread orders the two)
+    if (threadIdx.x == ST_RING_WARP * 32) asm volatile("fence.proxy.async.global;" ::: "memory");
 #endif
     return g;
 }
