@@ -1504,14 +1504,15 @@ __device__ __forceinline__ bool st_ring_usable(const T* R, long ldr, const T* ri
                                                const StTensorMap* map)
 {
 #if __CUDA_ARCH__ >= 900
-    // the host makes R's map where R's address and row stride are 16-byte multiples (the
-    // same test), and the ring must fit in the launch's shared memory
+    // the host makes R's map where R's address and row stride are 16-byte multiples and
+    // the stride positive (the same test), and the ring must fit in the launch's shared
+    // memory
     extern __shared__ __align__(16) unsigned char st_raw[];
     unsigned size;
     asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(size));
     const long end = reinterpret_cast<const unsigned char*>(ring + 2 * ST_B * ST_B) - st_raw;
-    return map && ((reinterpret_cast<unsigned long long>(R) | (ldr * sizeof(T))) & 15) == 0
-           && end <= (long)size;
+    return map && ldr > 0 && end <= (long)size &&
+           ((reinterpret_cast<unsigned long long>(R) | (ldr * sizeof(T))) & 15) == 0;
 #else
     return false;
 #endif
