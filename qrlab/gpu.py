@@ -248,7 +248,7 @@ def _structured_kernels(item, width=64):
     largest k (the limit belongs to the function, so one value serves every launch)."""
     dt, w = ("f32" if item == 4 else "f64"), ("" if width == 64 else str(width))
     solve, apply = _structured_smem(item, 64)
-    solve = max(solve, _structured_smem(item, 4, ring=width == 1 and _has_tma())[0])
+    solve = max(solve, _structured_smem(item, 4, ring=_ring(width))[0])
     both = max(solve, apply, _alone_smem() if item == 4 else 0)
     fns = []
     a = "1" if width == 1 else ""       # k = 1: its own apply (float: M_II in closed form)
@@ -266,6 +266,12 @@ def _has_tma():
     """Whether the current device copies tensor tiles by itself (TMA: sm_90 and later)."""
     import cupy as cp
     return int(cp.cuda.Device().compute_capability) >= 90
+
+
+def _ring(width):
+    """Whether the solve's kernels for k up to ``width`` (see :func:`_structured_kernels`)
+    load R's tiles by bulk tensor copies into a ring of shared memory (``StRing``)."""
+    return width == 1 and _has_tma()
 
 
 #: R's tensor map where the kernels of k = 1 load R's tiles by themselves (see
@@ -456,7 +462,7 @@ def _structured_plan(n, k, item, device, follow):
     tagged = nb * 64 * {1: 2, 16: 16, 64: 0}[width] * item
     sync_bytes = 4 * (8 + 5 * -(-nb // 4) * 4) + tagged
     solve, apply, both = _structured_kernels(item, width)
-    ring = width == 1 and _has_tma()
+    ring = _ring(width)
     smem1, smem2 = _structured_smem(item, kp, ring)
     table = _structured_table(n, item, device, follow)
     if follow:

@@ -1500,8 +1500,7 @@ struct StRing {
                                                      //   looks at the flags)
 
 template <typename T>
-__device__ __forceinline__ bool st_ring_usable(const T* R, long ldr, const T* ring,
-                                               const StTensorMap* map)
+__device__ __forceinline__ bool st_ring_usable(const T* R, long ldr, const T* ring)
 {
 #if __CUDA_ARCH__ >= 900
     // the host makes R's map where R's address and row stride are 16-byte multiples and
@@ -1511,7 +1510,7 @@ __device__ __forceinline__ bool st_ring_usable(const T* R, long ldr, const T* ri
     unsigned size;
     asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(size));
     const long end = reinterpret_cast<const unsigned char*>(ring + 2 * ST_B * ST_B) - st_raw;
-    return map && ldr > 0 && end <= (long)size &&
+    return ldr > 0 && end <= (long)size &&
            ((reinterpret_cast<unsigned long long>(R) | (ldr * sizeof(T))) & 15) == 0;
 #else
     return false;
@@ -1906,7 +1905,7 @@ __device__ int st_solve(int C, const T* __restrict__ R, long ldr, const T* __res
         const unsigned at = (unsigned)__cvta_generic_to_shared(yT + ST_B * kl);
         T* const ring = reinterpret_cast<T*>(reinterpret_cast<char*>(yT + ST_B * kl) +
                                              (((at + 127) & ~127u) - at));
-        zt = st_ring_usable(R, ldr, ring, rmap)
+        zt = st_ring_usable(R, ldr, ring)
                  ? st_z_regs<KW, true>(C, R, ldr, n, P, kp, kl, flags, gflags, zflags, ll, sb,
                                        zT, tile, zout, ldo, h, Zs, npad, finite, ring, rmap)
                  : st_z_regs<KW, false>(C, R, ldr, n, P, kp, kl, flags, gflags, zflags, ll, sb,
