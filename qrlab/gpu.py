@@ -227,8 +227,8 @@ def _structured_smem(item, kp, ring=False):
     ``item`` bytes and ``k`` padded to ``kp``: the solve's four 64 x 68 tiles (rows of
     68: see the kernel) and two 64 x kp blocks, and with ``ring`` (k = 1 on sm_90) two
     64 x 64 tiles more and 128 bytes to align them (``StRing``); the apply's R_I and Z
-    (rows of 68), F and P_I.  The rows of the kp-wide blocks are padded to kp + 4 where kp is a multiple
-    of 8, and those of F to 36 values in double, 40 in float (``st_kp_ld``,
+    (rows of 68), F and P_I.  The rows of the kp-wide blocks are padded to kp + 4 where
+    kp is a multiple of 8, and those of F to 36 values in double, 40 in float (``st_kp_ld``,
     ``st_f_ld``); in float, for the product in 3xTF32, Z has kp rounded up to 8 rows and
     F is held twice, split (``st_apply_out``; the most that float asks, for any k)."""
     kl = kp + 4 if kp % 8 == 0 else kp
