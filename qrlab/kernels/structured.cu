@@ -198,6 +198,10 @@
 // thread's cp.async instead, 0.94 to 1.07 (three rounds).  One bulk tensor copy a tile,
 // issued by one thread, is what the loop does now (StRing): 0.84 to 0.91 of the time in
 // float at n = 2000 to 10000 and 0.97 at 20000, 0.97 to 0.99 in double.
+// Four or six tiles ahead (where a block has its SM: float, n <= 5056), and the same
+// ring for 1 < k <= 16, left the update within the runs' noise (0.99 to 1.04, and 0.93 to
+// 1.02): not kept (same file).  A step now takes 1.1 us (median; 1.35 on average at
+// n = 5000, float), of which 0.74 is the hand-off under the apply's traffic.
 // Layout: R (leading dimension ldr), out (ldo) and W = V^T (k x n; strides wq, wc).  R's
 // strict lower triangle is not read, and its rows may have either sign (see st_solve).
 // P, and each segment of Zs: npad x kp (npad = 64 nb, kp = k rounded up to 4), row i = p_i
