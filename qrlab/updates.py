@@ -105,7 +105,10 @@ def _extend_basis(Q, Y, width, executor):
     partly in the span of ``Q``, or of its columns before it: a diagonal entry of that
     QR below ``100 eps m max(1, max_j |r_jj|)``), a fixed pseudo-random direction (made once
     per shape), projected like ``Y``, takes its place, so that ``[Q, Qy]`` stays
-    orthonormal, and the QR is taken again.  Every step is an array operation whose
+    orthonormal, and the QR is taken again.  Each column of ``Y`` is first scaled by a
+    power of two to a largest magnitude in [1, 2) (exactly; scaled back after), so that
+    the test is relative to that column's own size: a column of tiny values that does
+    reach outside ``Q`` keeps its direction, whatever the scale of the others.  Every step is an array operation whose
     shapes do not depend on the values, so a GPU runs it without reading the device (and
     a CUDA graph can record it).  Cost: ``8 m n (p + width)`` flops for the projections,
     two panel QRs of ``m x width`` and ``4 m width^2`` for ``Qy``.
@@ -116,6 +119,8 @@ def _extend_basis(Q, Y, width, executor):
     """
     xp = array_module(Q, Y)
     m, p = Y.shape
+    scale = _column_scales(xp, Y)
+    Y = Y / scale
     if width:           # the fallback directions ride along with Y through the projections
         fallback = host_constant(xp, _fallback_directions, m, width, np.dtype(Y.dtype).str)
         Y = xp.concatenate([Y, fallback], axis=1)
@@ -124,11 +129,20 @@ def _extend_basis(Q, Y, width, executor):
     Y = Y - matmul(Q, C)
     C2 = matmul(Qh, Y)
     Y = Y - matmul(Q, C2)
-    C = (C + C2)[:, :p]
+    C = (C + C2)[:, :p] * scale
     if width == 0:
         return C, Q[:, :0], Y[:0], xp.zeros(0, dtype=Y.real.dtype)
     Qy, Ry, d = executor.extend_basis(Y, width)      # QR, fallbacks where weak, QR again
-    return C, Qy, Ry, d
+    return C, Qy, Ry * scale, d * scale[:width]
+
+
+def _column_scales(xp, Y):
+    """A power of two per column of ``Y`` within a factor of two of its largest magnitude
+    (1 for a column of zeros), in Y's real dtype: dividing by it is exact."""
+    top = abs(Y).max(axis=0) if Y.shape[0] else xp.zeros(Y.shape[1], Y.real.dtype)
+    exponent = xp.frexp(xp.where(top > 0, top, 1))[1]
+    # (2^(e - 1) <= top < 2^e: the lower power, so that the largest finite values scale)
+    return xp.ldexp(xp.ones_like(top), exponent - 1)
 
 
 def _fallback_directions(m, w, dtype):
@@ -147,11 +161,15 @@ def _rcond_check(U, d, rcond):
     q = d.shape[0]
     if q == 0:
         return
-    norms = xp.sqrt((abs(U[:, :q]) ** 2).sum(axis=0))
+    scale = _column_scales(xp, U[:, :q])             # (no squares that underflow)
+    norms = scale * xp.sqrt((abs(U[:, :q] / scale) ** 2).sum(axis=0))
     resid = xp.minimum(d / xp.where(norms == 0, 1, norms), 1)
     resid = xp.where(norms == 0, 0, resid)
+    # [Q, u/||u||]'s singular values are sqrt(1 +- cos t), sin t = resid: their ratio is
+    # tan(t / 2) = resid / (1 + cos t), taken so (not as sqrt((1 - cos) / (1 + cos)), which
+    # cancels to 0 where resid is below the square root of eps)
     cos = xp.sqrt(xp.maximum(0, 1 - resid ** 2))
-    rc = xp.sqrt((1 - cos) / (1 + cos))
+    rc = resid / (1 + cos)
     limit = np.finfo(U.real.dtype).eps if rcond is None else rcond
     smallest = rc.min()
     raise_if(smallest < limit, lambda: LinAlgError(
@@ -515,8 +533,9 @@ def qr_update(Q, R, u, v, overwrite_qruv=False, check_finite=True, *, method="bl
     """Rank-k QR update: the factorization of ``A + u v^H`` from that of ``A``.
 
     Arguments, shapes and exceptions follow :func:`scipy.linalg.qr_update` (which
-    writes ``A + u v^T`` for real input).  All ``p`` columns of ``u`` and ``v`` go through
-    in one blocked pass.
+    writes ``A + u v^T`` for real input), but for the rank: any ``p`` works here, where
+    SciPy refuses ``p > min(M, N)``.  All ``p`` columns of ``u`` and ``v`` go through in
+    one blocked pass.
 
     Parameters
     ----------

@@ -365,6 +365,72 @@ def test_economic_insert_col_rcond_like_scipy(rcond, raises):
             check_factors(Q1, R1, np.insert(A, 2, u, axis=1), "thin")
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_economic_insert_col_keeps_a_small_near_dependent_column(dtype):
+    """A column whose part outside Q is far below sqrt(eps) of it but above eps: its
+    reciprocal condition number (about half that part) is computed without cancelling,
+    so it passes the default limit and a limit below it, as in SciPy."""
+    rng = np.random.default_rng(15)
+    A = rng.standard_normal((10, 3)).astype(dtype)
+    Q, R = sl.qr(A, mode="economic")
+    outside = sl.qr(A)[0][:, 5]
+    part = 1e-5 if dtype == np.float32 else 1e-11      # (below sqrt(eps), above eps)
+    u = (Q[:, 0] + part * outside).astype(dtype)
+    for f in (sl.qr_insert, qr_insert):
+        Q1, R1 = f(Q, R, u, 1, "col", rcond=part / 10)
+        check_factors(Q1, R1, np.insert(A, 1, u, axis=1), "thin")
+        Q1, R1 = f(Q, R, u, 1, "col")
+        check_factors(Q1, R1, np.insert(A, 1, u, axis=1), "thin")
+    with pytest.raises(np.linalg.LinAlgError, match="reciprocal condition number of 5"):
+        qr_insert(Q, R, u, 1, "col", rcond=part)
+
+
+SCALES = [1e-30, 1e-14, 1.0, 1e30]
+
+
+def check_updates_at_any_scale(xp, scale, dtype):
+    """A thin Q grows by the new columns' directions whatever their size: the test of
+    whether a column adds a direction is relative to that column.  A, u and v scaled
+    alike (up to 1e-30 and 1e30, where squares underflow or overflow in float32), and a
+    block of two columns 1e6 (float32) or 1e12 apart in size; each column of Q R must
+    match its own."""
+    rng = np.random.default_rng(16)
+    A = (rng.standard_normal((9, 3)) * scale).astype(dtype)
+    Q, R = sl.qr(A, mode="economic")
+    apart = 1e-6 if dtype == np.float32 else 1e-12
+    U = (rng.standard_normal((9, 2)) * scale * np.array([1.0, apart])).astype(dtype)
+    v = (rng.standard_normal(3)).astype(dtype)
+    eps = np.finfo(dtype).eps
+    Q, R, U, v = (xp.asarray(a) for a in (Q, R, U, v))
+
+    def close(factors, A1):
+        Q1, R1 = (to_numpy(a) for a in factors)
+        err = np.abs(Q1 @ R1 - A1).max(axis=0) / np.abs(A1).max(axis=0)
+        assert np.all(err < 100 * eps), err
+        assert np.abs(Q1.T @ Q1 - np.eye(Q1.shape[1])).max() < 100 * eps
+
+    Un, vn = to_numpy(U), to_numpy(v)
+    close(qr_insert(Q, R, U, 1, "col"), np.insert(A, [1, 1], Un, axis=1))
+    close(qr_insert(Q, R, U[:, 1], 3, "col"), np.insert(A, 3, Un[:, 1], axis=1))
+    close(qr_update(Q, R, U[:, 0], v), A + np.outer(Un[:, 0], vn))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("scale", SCALES)
+def test_economic_updates_at_any_scale(scale, dtype):
+    check_updates_at_any_scale(np, scale, dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("scale", SCALES)
+def test_cupy_economic_updates_at_any_scale(scale, dtype):
+    """The same on the GPU (``extend_basis`` in one launch of ``kernels/panel.cu``)."""
+    import cupy as cp
+    check_updates_at_any_scale(cp, scale, dtype)
+
+
 def test_thin_delete_rows_with_a_row_of_leverage_one():
     """A row whose removal drops the rank of A's row space: Z has a singular value 1."""
     rng = np.random.default_rng(12)
