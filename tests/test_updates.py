@@ -426,8 +426,12 @@ def test_economic_updates_at_any_scale(scale, dtype):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("scale", SCALES)
 def test_cupy_economic_updates_at_any_scale(scale, dtype):
-    """The same on the GPU (``extend_basis`` in one launch of ``kernels/panel.cu``)."""
+    """The same on the GPU (``extend_basis`` in one launch of ``kernels/panel.cu``).  In
+    float32 only where the squares of the values are normal floats: the GPU's fused
+    kernels form them unscaled (README, "Using the GPU")."""
     import cupy as cp
+    if dtype == np.float32 and not 1e-18 < scale < 1e18:
+        pytest.skip("float32 on the GPU: values beyond 1e+-18 are not supported")
     check_updates_at_any_scale(cp, scale, dtype)
 
 
