@@ -200,21 +200,26 @@ class Executor:
 
     @staticmethod
     def weak_tolerance(dtype, m):
-        """``100 eps m``: times ``max(1, max d)``, the ``|r_jj|`` at or below which a
-        column adds no direction in :meth:`extend_basis` (every executor's test)."""
+        """``100 eps m``: times ``||y_j||``, the ``|r_jj|`` at or below which a column
+        ``y_j`` adds no direction in :meth:`extend_basis` (every executor's test)."""
         return 100 * np.finfo(dtype).eps * m
 
     def extend_basis(self, Y, width):
         """The end of :func:`qrlab.updates._extend_basis`: ``Y`` (m x (p + width)) holds
         the projected columns, then the projected fallback directions.  Returns ``Qy``
         (m x width), ``Ry = Qy^H Y[:, :p]`` and ``d``, the ``|r_jj|`` of the QR of
-        ``Y[:, :width]``; a column with ``d_j <= 100 eps m max(1, max d)`` gives way to
-        its fallback before the second QR, which makes ``Qy``."""
+        ``Y[:, :width]``; a column with ``d_j <= 100 eps m ||y_j||`` gives way to its
+        fallback before the second QR, which makes ``Qy``: there the part of ``y_j``
+        outside the columns before it is at the level of their rounding, so its
+        direction is not to be trusted to stay orthogonal to Q.  Above it, however small
+        ``d_j``, the direction is kept (``y_j`` was projected twice), and so is all of
+        ``y_j``."""
         xp = array_module(Y)
         m, p = Y.shape[0], Y.shape[1] - width
         Yw, fallback = Y[:, :width], Y[:, p:]
         d = abs(xp.diagonal(self.factor_panel(Yw)[2]))
-        weak = d <= self.weak_tolerance(Y.real.dtype, m) * xp.maximum(1, d.max())
+        norms = xp.sqrt((abs(Yw) ** 2).sum(axis=0))
+        weak = d <= self.weak_tolerance(Y.real.dtype, m) * norms
         V, T, _ = self.factor_panel(xp.where(weak[None, :], fallback, Yw))
         # Qy = H_1 ... H_w [I; 0] = [I; 0] - V T V[:w]^H
         Qy = xp.eye(m, width, dtype=Y.dtype) - matmul(V, matmul(T, V[:width].conj().T))

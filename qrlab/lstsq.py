@@ -40,8 +40,7 @@ class LeastSquaresQR:
     column above the diagonal is ``d``, its corner entry the residual norm, and adding
     rows is a Q-less row insertion (on a GPU, for large enough factors, a rank-p
     Cholesky update of that triangle: :func:`qrlab.cholesky_update`'s structured method,
-    taken only where no diagonal entry is below 1e-2 of its row's largest, else the
-    chain of reflectors).  Removing rows is then the downdate
+    or the chain of reflectors where that method's growth test fails).  Removing rows is then the downdate
     ``R~^H R~ = R^H R - [U e]^H [U e]``, which loses accuracy as ``cond(A)^2`` where
     the Q-carrying update loses ``cond(A)`` (see :func:`qrlab.cholesky_downdate`).
 
@@ -77,6 +76,9 @@ class LeastSquaresQR:
         self.xp, self.q, self.method = xp, q, method
         self.m, self.n = A.shape
         self.r = b.shape[1]
+        if self.m < self.n:
+            raise ValueError(f"A has fewer rows ({self.m}) than columns ({self.n}): the "
+                             "problem is underdetermined")
         if q == "none":
             if self.m < self.n + self.r:
                 raise ValueError("q='none' needs at least n + r rows (the triangular factor "
@@ -121,17 +123,30 @@ class LeastSquaresQR:
         return run_update(core, arrays, q=self.q, method=self.method, n=self.n, r=self.r,
                           **params)
 
+    def _data(self, a, name):
+        """``a`` as an array of the factors' dtype, refusing complex values for real
+        factors (a cast would drop their imaginary parts) and infs or NaNs."""
+        a = self.xp.asarray(a)
+        if a.dtype.kind == "c" and self.R.dtype.kind != "c":
+            raise TypeError(f"{name} is complex and the problem real")
+        a = a.astype(self.R.dtype, copy=False)
+        require_finite(a)
+        return a
+
     def _rhs(self, e, p):
-        xp = self.xp
-        e = xp.asarray(e, dtype=self.R.dtype)
-        e = e.reshape(p, self.r)
-        return e
+        """The right-hand sides of ``p`` rows: ``(p, r)``, or ``(p,)`` for one right-hand
+        side, or ``(r,)`` for one row."""
+        e = self._data(e, "e")
+        flat = e.ndim <= 1 and (p == 1 or self.r == 1) and e.size == p * self.r
+        if not (flat or e.shape == (p, self.r)):
+            raise ValueError(f"e must be ({p}, {self.r}) for {p} row(s), got {e.shape}")
+        return e.reshape(p, self.r)
 
     def add_rows(self, U, e, k=None):
         """Add the rows ``U`` (p x n) with right-hand sides ``e`` before row ``k``
         (default: at the end)."""
         xp = self.xp
-        U = xp.asarray(U, dtype=self.R.dtype)
+        U = self._data(U, "U")
         U = U[None, :] if U.ndim == 1 else U
         if U.ndim != 2 or U.shape[1] != self.n:
             raise ValueError(f"U must be (p, {self.n}), got {U.shape}")
@@ -146,7 +161,7 @@ class LeastSquaresQR:
         """Remove rows ``k:k+p``.  With ``q='none'`` the removed rows ``U`` and their
         right-hand sides ``e`` must be given (the factor alone does not hold them)."""
         xp = self.xp
-        k = updates._position(k, self.m, self.m)
+        k, p = updates._position(k, self.m, self.m), updates._index(p, "p")
         if p < 1 or k + p > self.m:
             raise ValueError("'p' is out of range")
         if self.m - p < self.n:
@@ -156,7 +171,10 @@ class LeastSquaresQR:
             if U is None or e is None:
                 raise ValueError("q='none' keeps no Q: pass the removed rows U and e")
             from .cholesky import cholesky_downdate
-            U = xp.asarray(U, dtype=self.R.dtype).reshape(p, self.n)
+            U = self._data(U, "U")
+            if U.shape not in ((p, self.n),) + (((self.n,),) if p == 1 else ()):
+                raise ValueError(f"U must be ({p}, {self.n}), got {U.shape}")
+            U = U.reshape(p, self.n)
             rows = xp.concatenate([U, self._rhs(e, p)], axis=1)
             R = self.R
             # sign-normalise so the factor is a Cholesky factor (positive diagonal)
@@ -171,18 +189,20 @@ class LeastSquaresQR:
         """Add the columns ``U`` (m x p) before column ``k`` (default: at the end)."""
         if self.q == "none":
             raise ValueError("adding columns needs Q (Q^H u); use q='full' or q='thin'")
-        xp = self.xp
-        U = xp.asarray(U, dtype=self.R.dtype)
+        U = self._data(U, "U")
         U = U[:, None] if U.ndim == 1 else U
         if U.ndim != 2 or U.shape[0] != self.m:
             raise ValueError(f"U must be ({self.m}, p), got {U.shape}")
+        if self.n + U.shape[1] > self.m:
+            raise ValueError(f"adding {U.shape[1]} columns would leave fewer rows ({self.m}) "
+                             "than unknowns")
         k = self.n if k is None else updates._position(k, self.n, self.n + 1)
         self.Q, self.R = self._run(_columns_added, self.Q, self.R, U, self.b, k=k)
         self.n += U.shape[1]
 
     def remove_columns(self, k, p=1):
         """Remove columns ``k:k+p``."""
-        k = updates._position(k, self.n, self.n)
+        k, p = updates._position(k, self.n, self.n), updates._index(p, "p")
         if p < 1 or k + p > self.n:
             raise ValueError("'p' is out of range")
         self.Q, self.R = self._run(_columns_removed, self.Q, self.R, k=k, p=p)

@@ -101,14 +101,17 @@ def _extend_basis(Q, Y, width, executor):
     """Orthonormal ``Qy`` (m x width), orthogonal to ``Q``, with ``Y = Q C + Qy Ry``.
 
     Classical Gram-Schmidt twice ("twice is enough") against Q, then a Householder QR of
-    the remainder's first ``width`` columns.  Where a column adds no new direction (``Y``
-    partly in the span of ``Q``, or of its columns before it: a diagonal entry of that
-    QR below ``100 eps m max(1, max_j |r_jj|)``), a fixed pseudo-random direction (made once
-    per shape), projected like ``Y``, takes its place, so that ``[Q, Qy]`` stays
-    orthonormal, and the QR is taken again.  Each column of ``Y`` is first scaled by a
-    power of two to a largest magnitude in [1, 2) (exactly; scaled back after), so that
-    the test is relative to that column's own size: a column of tiny values that does
-    reach outside ``Q`` keeps its direction, whatever the scale of the others.  Every step is an array operation whose
+    the remainder's first ``width`` columns.  Where a column adds no new direction (a
+    diagonal entry of that QR at or below ``100 eps m`` times the length of the
+    remainder's column: a column zero after the projections, or in the span of the
+    columns before it), a fixed pseudo-random direction (made once per shape),
+    projected like ``Y``, takes its place, so that ``[Q, Qy]`` stays orthonormal, and the
+    QR is taken again.  A column with a part outside ``Q`` however small keeps it (its
+    remainder, projected twice, is orthogonal to ``Q`` to rounding), so ``Y = Q C + Qy Ry``
+    holds to rounding; whether such a column is acceptable is the caller's test
+    (:func:`_rcond_check`).  Each column of ``Y`` is first scaled by a power of two to a
+    largest magnitude in [1, 2) (exactly; scaled back after), so that no square over- or
+    underflows whatever its size.  Every step is an array operation whose
     shapes do not depend on the values, so a GPU runs it without reading the device (and
     a CUDA graph can record it).  Cost: ``8 m n (p + width)`` flops for the projections,
     two panel QRs of ``m x width`` and ``4 m width^2`` for ``Qy``.
@@ -240,7 +243,12 @@ def _insert_rows(Q, R, U, k, mode, executor, nb=None, nc=None):
         Q_w[:m, :w] = Q
         Q_w[m:, w:] = xp.eye(p, dtype=Q.dtype)
     nb = nb or executor.panel_width(p, R.dtype)
-    executor.run(stages.plan_insert_rows(m_r, n, p, nb), Q_w, R_w, {"carried": nc})
+    # With a full Q the carried columns are dense below R's triangle, so a panel that
+    # starts among them would mix rows with entries left of it: one carried column may
+    # end the triangle (below its diagonal it holds the residual, left in place), but two
+    # or more stay outside it, their rows reached by the panels' reflectors alone
+    tri = n - nc if Q is not None and mode == "full" and nc and nc > 1 else n
+    executor.run(stages.plan_insert_rows(m_r, tri, p, nb), Q_w, R_w, {"carried": nc})
     if Q_w is not None:
         m = Q.shape[0]
         # the new rows of A sit at k..k+p: move their rows of Q there (slices, not an index

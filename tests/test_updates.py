@@ -385,6 +385,46 @@ def test_economic_insert_col_keeps_a_small_near_dependent_column(dtype):
         qr_insert(Q, R, u, 1, "col", rcond=part)
 
 
+def check_small_part_outside_q(xp, dtype):
+    """A thin Q grows by a column's direction outside Q however small that part is (here
+    1e-3 of the column, at m = 2000, where 100 eps m is 0.02 in float32): the whole
+    column is kept, so Q R matches it to rounding, Q stays orthonormal, and R's volume
+    grows by that part's length."""
+    rng = np.random.default_rng(19)
+    m, n = 2000, 6
+    A = rng.standard_normal((m, n))
+    Q, R = sl.qr(A, mode="economic")
+    outside = rng.standard_normal(m)
+    outside -= Q @ (Q.T @ outside)
+    outside /= np.linalg.norm(outside)
+    u = A @ rng.standard_normal(n)
+    u += 1e-3 * np.linalg.norm(u) * outside
+    Q, R, u = (xp.asarray(a.astype(dtype)) for a in (Q, R, u))
+    Q1, R1 = (to_numpy(a) for a in qr_insert(Q, R, u, 2, "col"))
+    A1 = np.insert(to_numpy(Q) @ to_numpy(R), 2, to_numpy(u), axis=1)
+    eps = np.finfo(dtype).eps
+    err = np.abs(Q1 @ R1 - A1).max(axis=0) / np.abs(A1).max(axis=0)
+    assert np.all(err < 100 * eps), err
+    assert np.abs(Q1.T @ Q1 - np.eye(n + 1)).max() < 100 * eps
+    # the volume grows by the part's length: prod |diag R1| = prod |diag R| ||u_out||
+    grew = np.exp(np.log(abs(np.diagonal(R1)).astype(float)).sum()
+                  - np.log(abs(np.diagonal(to_numpy(R))).astype(float)).sum())
+    np.testing.assert_allclose(grew, 1e-3 * np.linalg.norm(to_numpy(u)), rtol=1e-2)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_economic_insert_col_keeps_a_small_part_outside_q(dtype):
+    check_small_part_outside_q(np, dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not qrlab.gpu_available(), reason="needs CuPy and a GPU")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cupy_economic_insert_col_keeps_a_small_part_outside_q(dtype):
+    import cupy as cp
+    check_small_part_outside_q(cp, dtype)
+
+
 SCALES = [1e-30, 1e-14, 1.0, 1e30]
 
 
@@ -588,6 +628,43 @@ def test_least_squares_sequence(q, dtype):
             ls.add_columns(np.ones(A.shape[0]))
 
 
+@pytest.mark.parametrize("q", ["full", "thin", "none"])
+@pytest.mark.parametrize("n, r, p", [(14, 3, 1), (14, 3, 4), (30, 4, 2), (5, 2, 1)])
+def test_least_squares_several_right_hand_sides(q, n, r, p):
+    """Several right-hand sides whose carried columns a panel of the row update would
+    split (n + r past a multiple of 16 or 32): d = Q^H B must stay exact after adding
+    rows, so that removing rows and adding columns after it stay right."""
+    rng = np.random.default_rng(18)
+    A, B = rng.standard_normal((n + 8, n)), rng.standard_normal((n + 8, r))
+    ls = qrlab.LeastSquaresQR(A, B, q=q)
+
+    def check():
+        x = np.linalg.lstsq(A, B, rcond=None)[0]
+        np.testing.assert_allclose(ls.solve(), x, rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(ls.residual_norm(), np.linalg.norm(A @ x - B, axis=0),
+                                   rtol=1e-9)
+        if q != "none":
+            np.testing.assert_allclose(ls.Q @ ls.d, ls.Q @ (ls.Q.T @ B), atol=1e-9)
+            if q == "full":
+                np.testing.assert_allclose(ls.Q @ ls.d, B, atol=1e-9)
+
+    U, E = rng.standard_normal((p, n)), rng.standard_normal((p, r))
+    ls.add_rows(U, E, k=3)
+    A, B = np.insert(A, [3] * p, U, axis=0), np.insert(B, [3] * p, E, axis=0)
+    check()
+    if q == "none":
+        ls.remove_rows(0, 2, U=A[:2], e=B[:2])
+    else:
+        ls.remove_rows(0, 2)
+    A, B = A[2:], B[2:]
+    check()
+    if q != "none":
+        C = rng.standard_normal((A.shape[0], 2))
+        ls.add_columns(C, 1)
+        A = np.insert(A, [1, 1], C, axis=1)
+        check()
+
+
 def test_least_squares_bad_input():
     rng = np.random.default_rng(17)
     with pytest.raises(ValueError):
@@ -597,6 +674,43 @@ def test_least_squares_bad_input():
     ls = qrlab.LeastSquaresQR(rng.standard_normal((5, 3)), rng.standard_normal(5))
     with pytest.raises(ValueError):
         ls.remove_rows(0, 3)             # fewer rows than unknowns
+    with pytest.raises(ValueError, match="fewer rows"):
+        qrlab.LeastSquaresQR(rng.standard_normal((2, 3)), rng.standard_normal(2))
+
+
+@pytest.mark.parametrize("q", ["full", "thin", "none"])
+def test_least_squares_refuses_bad_data_and_stays_usable(q):
+    """Values that are not finite, complex values for a real problem, right-hand sides
+    of the wrong shape and more unknowns than rows are refused before any work, and the
+    object still answers for the problem it held; counts may be NumPy integers."""
+    rng = np.random.default_rng(20)
+    A, B = rng.standard_normal((12, 4)), rng.standard_normal((12, 3))
+    ls = qrlab.LeastSquaresQR(A, B, q=q)
+    x = np.linalg.lstsq(A, B, rcond=None)[0]
+    nan_row = np.ones((1, 4))
+    nan_row[0, 2] = np.nan
+    bad = [(ValueError, lambda: ls.add_rows(nan_row, np.ones(3))),
+           (ValueError, lambda: ls.add_rows(np.ones(4), [1.0, np.inf, 0.0])),
+           (TypeError, lambda: ls.add_rows(np.ones(4) * 1j, np.ones(3))),
+           (ValueError, lambda: ls.add_rows(np.ones((2, 4)), np.ones((3, 2)))),   # (r, p)
+           (ValueError, lambda: ls.add_rows(np.ones((2, 4)), np.ones(6)))]
+    if q == "none":
+        bad.append((ValueError, lambda: ls.remove_rows(0, 1, U=nan_row, e=np.ones(3))))
+    else:
+        bad += [(ValueError, lambda: ls.add_columns(np.full(12, np.nan))),
+                (ValueError, lambda: ls.add_columns(np.ones((12, 9))))]     # 13 > 12 rows
+    for error, call in bad:
+        with pytest.raises(error):
+            call()
+        np.testing.assert_allclose(ls.solve(), x, atol=1e-12)
+        assert ls.shape == (12, 4)
+    if q != "none":
+        ls.remove_rows(np.int64(0), np.int64(2))
+        ls.remove_columns(np.int64(1), np.int64(1))
+        assert ls.shape == (10, 3) and type(ls.shape[0]) is int
+        np.testing.assert_allclose(
+            ls.solve(), np.linalg.lstsq(np.delete(A[2:], 1, axis=1), B[2:], rcond=None)[0],
+            atol=1e-12)
 
 
 @pytest.mark.parametrize("plan", [stages.plan_insert_cols(10, 5, 2, 3),

@@ -131,8 +131,8 @@ __device__ void panel_qr(T* P, int h, int w, T* tau, T* Tm)
 // extend_basis: the end of qrlab.updates._extend_basis in one block.  Y (m x (p + w),
 // strides sr, sc) holds the projected columns, then the projected fallback directions.
 // A Householder QR of Y's first w columns gives d_j = |r_jj|; each column with
-// d_j <= limit = tol max(1, max d) (it adds no direction) is replaced by its fallback, and
-// the QR taken again; Qy = H_1 ... H_w [I; 0] (m x w, row-major) and Ry = Qy^T Y[:, :p]
+// d_j <= tol ||y_j|| (it adds no direction that its rounding does not swamp) is replaced
+// by its fallback, and the QR taken again; Qy = H_1 ... H_w [I; 0] (m x w, row-major) and Ry = Qy^T Y[:, :p]
 // (w x p, row-major).  Shared memory: the panel and Qy (2 m w values), then 32 + 2 + 2 w.
 // One launch instead of two panel QRs and about twenty array operations around them.
 template <typename T>
@@ -153,20 +153,25 @@ __device__ void extend_basis(const T* Y, long sr, long sc, int m, int p, int w, 
         S[idx] = Y[i * sr + c * sc];
     }
     __syncthreads();
+    for (int c = 0; c < w; ++c) {                // ||y_c||, into dd until the QR's d
+        T part = 0;
+        for (int i = tid; i < m; i += nt) part += S[(size_t)c * m + i] * S[(size_t)c * m + i];
+        const T sum = block_sum<T>(part, red);
+        if (tid == 0) dd[c] = sqrt(sum);
+    }
     householder_columns(S, m, w, tau, red, bc);
     if (tid == 0) {
-        T top = 1;
+        // (tau, free until the second QR, marks the columns that give way)
         for (int j = 0; j < w; ++j) {
-            dd[j] = fabs(S[(size_t)j * m + j]);
-            top = fmax(top, dd[j]);
+            const T dj = fabs(S[(size_t)j * m + j]);
+            tau[j] = dj <= tol * dd[j] ? T(1) : T(0);
+            dd[j] = dj;
         }
-        bc[0] = tol * top;
     }
     __syncthreads();
-    const T limit = bc[0];
     for (int idx = tid; idx < m * w; idx += nt) {
         int c = idx / m, i = idx - c * m;
-        S[idx] = Y[i * sr + (dd[c] <= limit ? p + c : c) * sc];
+        S[idx] = Y[i * sr + (tau[c] != T(0) ? p + c : c) * sc];
         Qs[idx] = i == c ? T(1) : T(0);
     }
     __syncthreads();
