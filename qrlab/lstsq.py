@@ -43,6 +43,12 @@ class LeastSquaresQR:
     or the chain of reflectors where that method's growth test fails).  Removing rows is then the downdate
     ``R~^H R~ = R^H R - [U e]^H [U e]``, which loses accuracy as ``cond(A)^2`` where
     the Q-carrying update loses ``cond(A)`` (see :func:`qrlab.cholesky_downdate`).
+    Where that downdate fails in b's columns only (b fitted exactly, dependent residuals,
+    fewer than ``n + r`` rows left), A's block is downdated alone and the residual's
+    factor remade from its Gram matrix: the residual norms then carry an error of about
+    ``sqrt(eps) ||b||``.  Rows and columns that are not finite, complex data for a real
+    problem, more unknowns than rows, and new columns in the span of the others (SciPy's
+    test of a thin Q's new columns, with either Q) raise before any work.
 
     Examples
     --------
@@ -170,16 +176,12 @@ class LeastSquaresQR:
         if self.q == "none":
             if U is None or e is None:
                 raise ValueError("q='none' keeps no Q: pass the removed rows U and e")
-            from .cholesky import cholesky_downdate
             U = self._data(U, "U")
             if U.shape not in ((p, self.n),) + (((self.n,),) if p == 1 else ()):
                 raise ValueError(f"U must be ({p}, {self.n}), got {U.shape}")
             U = U.reshape(p, self.n)
             rows = xp.concatenate([U, self._rhs(e, p)], axis=1)
-            R = self.R
-            # sign-normalise so the factor is a Cholesky factor (positive diagonal)
-            sign = xp.where(xp.diagonal(R).real < 0, -1, 1).astype(R.dtype)
-            self.R = cholesky_downdate(sign[:, None] * R, rows.conj().T)
+            self.R = _rows_downdated(self.R, rows, self.n)
         else:
             self.Q, self.R, self.b = self._run(_rows_removed, self.Q, self.R, self.b, k=k,
                                                p=p)
@@ -197,6 +199,12 @@ class LeastSquaresQR:
             raise ValueError(f"adding {U.shape[1]} columns would leave fewer rows ({self.m}) "
                              "than unknowns")
         k = self.n if k is None else updates._position(k, self.n, self.n + 1)
+        if self.q == "full":
+            # SciPy's test of a thin Q's new columns (which _insert_cols makes there): a
+            # column in the span of the others would leave x undetermined
+            outside = self.Q[:, self.n:].conj().T @ U
+            d = abs(self.xp.diagonal(self.xp.linalg.qr(outside, mode="r")))
+            updates._rcond_check(U, d, None)
         self.Q, self.R = self._run(_columns_added, self.Q, self.R, U, self.b, k=k)
         self.n += U.shape[1]
 
@@ -231,6 +239,38 @@ def _rows_removed(Q, R, b, *, k, p, q, method, n, r):
     if b is not None:
         b = array_module(b).concatenate([b[:k], b[k + p:]], axis=0)
     return Q, R, b
+
+
+def _rows_downdated(R, rows, n):
+    """The triangular factor of ``[A, b]`` (``R``, ``n`` columns of A) after removing
+    ``rows = [U, e]``: the Cholesky downdate ``R~^T R~ = R^T R - rows^T rows``.
+
+    Where that fails in b's columns only (a b that A fits exactly, right-hand sides whose
+    residuals are dependent, fewer rows left than ``n + r``), the residuals' Gram
+    matrix ``P^T P`` has become singular, and that is no fault of the problem: then A's
+    block ``R_A`` is downdated alone (a failure there is a rank-deficient A, and raises,
+    naming its column), ``D`` (the rows of ``R`` above ``P``) is found from
+    ``R_A~^T D~ = R_A^T D - U^T e``, and ``P~`` from the Gram matrix
+    ``P^T P + D^T D - e^T e - D~^T D~`` with its eigenvalues below zero (rounding) set to
+    zero.  The residual norms then carry an error of about ``sqrt(eps) ||b||``."""
+    from .cholesky import cholesky_downdate
+    xp = array_module(R, rows)
+    # sign-normalise so the factor is a Cholesky factor (positive diagonal)
+    R = xp.where(xp.diagonal(R).real < 0, -1, 1).astype(R.dtype)[:, None] * R
+    try:
+        return cholesky_downdate(R, rows.conj().T)
+    except updates.LinAlgError:
+        pass
+    U, e = rows[:, :n], rows[:, n:]
+    R_A, D, P = R[:n, :n], R[:n, n:], R[n:, n:]
+    R_A1 = cholesky_downdate(R_A, U.conj().T)
+    D1 = solve_triangular(R_A1, R_A.conj().T @ D - U.conj().T @ e, trans=True)
+    G = P.conj().T @ P + D.conj().T @ D - e.conj().T @ e - D1.conj().T @ D1
+    w, V = xp.linalg.eigh((G + G.conj().T) / 2)
+    P1 = xp.linalg.qr(xp.sqrt(xp.maximum(w, 0))[:, None] * V.conj().T, mode="r")
+    top = xp.concatenate([R_A1, D1], axis=1)
+    bottom = xp.concatenate([xp.zeros((P1.shape[0], n), dtype=R.dtype), P1], axis=1)
+    return xp.concatenate([top, bottom], axis=0)
 
 
 def _columns_added(Q, R, U, b, *, k, q, method, n, r):

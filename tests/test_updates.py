@@ -678,10 +678,39 @@ def test_least_squares_bad_input():
         qrlab.LeastSquaresQR(rng.standard_normal((2, 3)), rng.standard_normal(2))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_least_squares_without_q_removes_rows_of_an_exact_fit(dtype):
+    """Without Q, removing rows downdates the factor of [A, b]; where b's block loses
+    its rank (b = A x exactly; two right-hand sides whose residuals are dependent; fewer
+    rows left than n + r) that is no fault of the problem: the answer must still come,
+    x to rounding and the residual norms to about sqrt(eps) ||b||."""
+    rng = np.random.default_rng(21)
+    eps = np.finfo(dtype).eps
+    for trial in range(20):
+        A = rng.standard_normal((12, 4)).astype(dtype)
+        x = rng.standard_normal(4).astype(dtype)
+        b = A @ x
+        ls = qrlab.LeastSquaresQR(A, b, q="none")
+        ls.remove_rows(0, 3, U=A[:3], e=b[:3])
+        np.testing.assert_allclose(ls.solve(), x, rtol=0, atol=1e3 * eps)
+        assert ls.residual_norm() <= 10 * np.sqrt(eps) * np.linalg.norm(b)
+        B = rng.standard_normal((10, 2)).astype(dtype)
+        B[:, 1] = 2 * B[:, 0]
+        ls = qrlab.LeastSquaresQR(A[:10], B, q="none")
+        ls.remove_rows(0, 5, U=A[:5], e=B[:5])           # 5 rows left: n + r - 1
+        A1, B1 = A[5:10].astype(float), B[5:].astype(float)
+        xr = np.linalg.lstsq(A1, B1, rcond=None)[0]
+        np.testing.assert_allclose(ls.solve(), xr, rtol=0,
+                                   atol=1e3 * eps * np.abs(xr).max())
+        np.testing.assert_allclose(ls.residual_norm(), np.linalg.norm(A1 @ xr - B1, axis=0),
+                                   rtol=0, atol=10 * np.sqrt(eps) * np.linalg.norm(B))
+
+
 @pytest.mark.parametrize("q", ["full", "thin", "none"])
 def test_least_squares_refuses_bad_data_and_stays_usable(q):
     """Values that are not finite, complex values for a real problem, right-hand sides
-    of the wrong shape and more unknowns than rows are refused before any work, and the
+    of the wrong shape, more unknowns than rows and new columns in the span of the
+    others (with either Q, as SciPy's thin-Q test) are refused before any work, and the
     object still answers for the problem it held; counts may be NumPy integers."""
     rng = np.random.default_rng(20)
     A, B = rng.standard_normal((12, 4)), rng.standard_normal((12, 3))
@@ -698,7 +727,9 @@ def test_least_squares_refuses_bad_data_and_stays_usable(q):
         bad.append((ValueError, lambda: ls.remove_rows(0, 1, U=nan_row, e=np.ones(3))))
     else:
         bad += [(ValueError, lambda: ls.add_columns(np.full(12, np.nan))),
-                (ValueError, lambda: ls.add_columns(np.ones((12, 9))))]     # 13 > 12 rows
+                (ValueError, lambda: ls.add_columns(np.ones((12, 9)))),     # 13 > 12 rows
+                (np.linalg.LinAlgError, lambda: ls.add_columns(A @ [1.0, 2.0, 0.0, 1.0])),
+                (np.linalg.LinAlgError, lambda: ls.add_columns(np.zeros(12)))]
     for error, call in bad:
         with pytest.raises(error):
             call()
