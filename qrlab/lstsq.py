@@ -48,7 +48,8 @@ class LeastSquaresQR:
     factor remade from its Gram matrix: the residual norms then carry an error of about
     ``sqrt(eps) ||b||``.  Rows and columns that are not finite, complex data for a real
     problem, more unknowns than rows, and new columns in the span of the others (SciPy's
-    test of a thin Q's new columns, with either Q) raise before any work.
+    test of a thin Q's new columns, with either Q) raise before any work.  Without Q, rows
+    can be removed from real problems only (the Cholesky downdate is real).
 
     Examples
     --------
