@@ -372,8 +372,9 @@ def qr_insert(Q, R, u, k, which="row", rcond=None, overwrite_qru=False, check_fi
     Raises
     ------
     ValueError
-        Bad shapes, dtypes, ``k`` or ``which``, or non-finite values with
-        ``check_finite``.
+        Bad shapes, dtypes, ``k`` or ``which``, non-finite values with
+        ``check_finite``, or a ``u`` with no rows or columns to insert (SciPy returns
+        the factors unchanged for no columns with a full ``Q``, and raises otherwise).
     TypeError
         NumPy and CuPy arrays mixed, or a non-integer ``k``.
     LinAlgError
