@@ -467,8 +467,8 @@ def test_economic_updates_at_any_scale(scale, dtype):
 @pytest.mark.parametrize("scale", SCALES)
 def test_cupy_economic_updates_at_any_scale(scale, dtype):
     """The same on the GPU (``extend_basis`` in one launch of ``kernels/panel.cu``).  In
-    float32 only where the squares of the values are normal floats: the GPU's fused
-    kernels form them unscaled (README, "Using the GPU")."""
+    float32 only where the squares of the values are normal floats (README, "Using the
+    GPU": beyond that the GPU's path loses them)."""
     import cupy as cp
     if dtype == np.float32 and not 1e-18 < scale < 1e18:
         pytest.skip("float32 on the GPU: values beyond 1e+-18 are not supported")
