@@ -40,9 +40,10 @@ class LeastSquaresQR:
     column above the diagonal is ``d``, its corner entry the residual norm, and adding
     rows is a Q-less row insertion (on a GPU, for large enough factors, a rank-p
     Cholesky update of that triangle: :func:`qrlab.cholesky_update`'s structured method,
-    or the chain of reflectors where that method's growth test fails).  Removing rows is then the downdate
-    ``R~^H R~ = R^H R - [U e]^H [U e]``, which loses accuracy as ``cond(A)^2`` where
-    the Q-carrying update loses ``cond(A)`` (see :func:`qrlab.cholesky_downdate`).
+    or the chain of reflectors where that method's growth test fails).  Removing rows is
+    then the downdate ``R~^H R~ = R^H R - [U e]^H [U e]``, which loses accuracy as
+    ``cond(A)^2`` where the Q-carrying update loses ``cond(A)`` (see
+    :func:`qrlab.cholesky_downdate`).
     Where that downdate fails in b's columns only (b fitted exactly, dependent residuals,
     fewer than ``n + r`` rows left), A's block is downdated alone and the residual's
     factor remade from its Gram matrix: the residual norms then carry an error of about

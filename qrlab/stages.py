@@ -312,8 +312,9 @@ def plan_insert_rows(nrows: int, n: int, p: int, nb: int | None = None) -> Plan:
         rows = tuple((a, b_) for a, b_ in rows if b_ > a)
         if len(rows) == 2 and rows[0][1] == rows[1][0]:
             rows = ((rows[0][0], rows[1][1]),)
+        rows_word = "rows" if p > 1 else "row"
         stages.append(Stage(f"Add rows block {b + 1}: Householder on columns {c0}-{c1 - 1} "
-                            f"and the {p} new row{'s' if p > 1 else ''}", (Reflect(rows, (c0, c1)),)))
+                            f"and the {p} new {rows_word}", (Reflect(rows, (c0, c1)),)))
     return Plan("insert_rows", (nrows + p, n), tuple(stages))
 
 

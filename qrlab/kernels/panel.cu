@@ -132,8 +132,9 @@ __device__ void panel_qr(T* P, int h, int w, T* tau, T* Tm)
 // strides sr, sc) holds the projected columns, then the projected fallback directions.
 // A Householder QR of Y's first w columns gives d_j = |r_jj|; each column with
 // d_j <= tol ||y_j|| (it adds no direction that its rounding does not swamp) is replaced
-// by its fallback, and the QR taken again; Qy = H_1 ... H_w [I; 0] (m x w, row-major) and Ry = Qy^T Y[:, :p]
-// (w x p, row-major).  Shared memory: the panel and Qy (2 m w values), then 32 + 2 + 2 w.
+// by its fallback, and the QR taken again; Qy = H_1 ... H_w [I; 0] (m x w, row-major)
+// and Ry = Qy^T Y[:, :p] (w x p, row-major).  Shared memory: the panel and Qy (2 m w
+// values), then 32 + 2 + 2 w.
 // One launch instead of two panel QRs and about twenty array operations around them.
 template <typename T>
 __device__ void extend_basis(const T* Y, long sr, long sc, int m, int p, int w, T tol,
