@@ -141,6 +141,14 @@ class LeastSquaresQR:
         require_finite(a)
         return a
 
+    def _rows(self, U):
+        """Rows of A, ``(p, n)`` or one as ``(n,)``, checked as :meth:`_data` does."""
+        U = self._data(U, "U")
+        U = U[None, :] if U.ndim == 1 else U
+        if U.ndim != 2 or U.shape[1] != self.n:
+            raise ValueError(f"U must be (p, {self.n}), got {U.shape}")
+        return U
+
     def _rhs(self, e, p):
         """The right-hand sides of ``p`` rows: ``(p, r)``, or ``(p,)`` for one right-hand
         side, or ``(r,)`` for one row."""
@@ -154,10 +162,7 @@ class LeastSquaresQR:
         """Add the rows ``U`` (p x n) with right-hand sides ``e`` before row ``k``
         (default: at the end)."""
         xp = self.xp
-        U = self._data(U, "U")
-        U = U[None, :] if U.ndim == 1 else U
-        if U.ndim != 2 or U.shape[1] != self.n:
-            raise ValueError(f"U must be (p, {self.n}), got {U.shape}")
+        U = self._rows(U)
         p = U.shape[0]
         e = self._rhs(e, p)
         k = self.m if k is None else updates._position(k, self.m, self.m + 1)
@@ -178,10 +183,9 @@ class LeastSquaresQR:
         if self.q == "none":
             if U is None or e is None:
                 raise ValueError("q='none' keeps no Q: pass the removed rows U and e")
-            U = self._data(U, "U")
-            if U.shape not in ((p, self.n),) + (((self.n,),) if p == 1 else ()):
+            U = self._rows(U)
+            if U.shape[0] != p:
                 raise ValueError(f"U must be ({p}, {self.n}), got {U.shape}")
-            U = U.reshape(p, self.n)
             rows = xp.concatenate([U, self._rhs(e, p)], axis=1)
             self.R = _rows_downdated(self.R, rows, self.n)
         else:

@@ -41,7 +41,7 @@ import numpy as np
 
 from . import updates
 from .executor import METHODS, Executor
-from .stages import AddProduct, Plan, Reflect, Sweeps, default_block
+from .stages import AddProduct, Plan, Reflect, Sweeps, default_block, plural
 
 __all__ = ["ZERO", "NONZERO", "ZEROED", "FILL", "SYMBOLS", "KINDS", "Frame",
            "PatternExecutor", "trace", "limits", "describe"]
@@ -395,8 +395,8 @@ def describe(kind: str, m: int, n: int, p: int, k: int) -> str:
     >>> describe('delete_cols', 8, 5, 2, 1)
     '8x5 R: remove p=2 columns at k=1 (paper k=2)'
     """
-    cols = f"p={p} column{'s' * (p != 1)}"
-    rows = f"p={p} row{'s' * (p != 1)}"
+    cols = f"p={p} {plural(p, 'column')}"
+    rows = f"p={p} {plural(p, 'row')}"
     return {
         "insert_cols": f"{m}x{n} R: insert {cols} before column k={k} (paper k={k + 1})",
         "delete_cols": f"{m}x{n} R: remove {cols} at k={k} (paper k={k + 1})",

@@ -200,6 +200,11 @@ class Plan:
 _cached = functools.lru_cache(maxsize=256)
 
 
+def plural(count: int, word: str) -> str:
+    """``word``, with an s unless ``count`` is one (any integer, NumPy's too)."""
+    return word if count == 1 else word + "s"
+
+
 def default_block(p: int) -> int:
     """Panel width for a block of ``p`` rows or columns.
 
@@ -285,7 +290,7 @@ def plan_insert_cols(nrows: int, n: int, k: int, p: int) -> Plan:
         stages.append(stage)
     sweeps = Sweeps("R", (k, k + p), tuple(k + s for s in range(p)), bottoms, (k + p, None))
     if sweeps.count:
-        title = f"Givens sweeps up the {p} new column{'s' if p > 1 else ''}"
+        title = f"Givens sweeps up the {p} new {plural(p, 'column')}"
         stages.append(Stage(f"Stage {len(stages) + 1}: {title}", (sweeps,)))
     return Plan("insert_cols", (nrows, n + p), tuple(stages))
 
@@ -312,9 +317,8 @@ def plan_insert_rows(nrows: int, n: int, p: int, nb: int | None = None) -> Plan:
         rows = tuple((a, b_) for a, b_ in rows if b_ > a)
         if len(rows) == 2 and rows[0][1] == rows[1][0]:
             rows = ((rows[0][0], rows[1][1]),)
-        rows_word = "rows" if p > 1 else "row"
         stages.append(Stage(f"Add rows block {b + 1}: Householder on columns {c0}-{c1 - 1} "
-                            f"and the {p} new {rows_word}", (Reflect(rows, (c0, c1)),)))
+                            f"and the {p} new {plural(p, 'row')}", (Reflect(rows, (c0, c1)),)))
     return Plan("insert_rows", (nrows + p, n), tuple(stages))
 
 
@@ -345,7 +349,7 @@ def plan_delete_rows(nrows_q: int, n: int, p: int, nc: int = 0,
     n_r = min(nrows_q, n)                   # rows that hold the triangle of R
     stages = []
     if householder and nrows_q - n_r > p:
-        stages.append(Stage(f"Stage 1: Householder LQ of the {p} row{'s' if p > 1 else ''} of Q to "
+        stages.append(Stage(f"Stage 1: Householder LQ of the {p} {plural(p, 'row')} of Q to "
                             f"remove, in its {nrows_q - n_r} columns past R's triangle",
                             (Reflect(((n_r, nrows_q),), (0, p), zero_to=n, driver="Q"),)))
         bottoms = tuple(n_r + s + 1 for s in range(p))
@@ -353,7 +357,7 @@ def plan_delete_rows(nrows_q: int, n: int, p: int, nc: int = 0,
         bottoms = (nrows_q,) * p
     sweeps = Sweeps("Q", (0, p), tuple(range(p)), bottoms, (0, None),
                     dense_from=n if nc else None)
-    title = f"Givens sweeps along the {p} row{'s' if p > 1 else ''} of Q to remove"
+    title = f"Givens sweeps along the {p} {plural(p, 'row')} of Q to remove"
     stages.append(Stage(f"Stage 2: {title}" if stages else f"Remove rows: {title}",
                         (sweeps,)))
     return Plan("delete_rows", (nrows_q, n + nc), tuple(stages))
